@@ -1,0 +1,101 @@
+"""Argument checks shared by every layer.
+
+Each check names the offending parameter and the allowed range in its error, so
+that a user who passes ``epsilon=0`` or a NaN learns exactly what to change.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+
+def _as_real(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real | np.floating | np.integer):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    value = float(value)
+    if math.isnan(value):
+        raise ValueError(f"{name} must not be NaN")
+    return value
+
+
+def check_positive(name: str, value, *, allow_inf: bool = False) -> float:
+    """Return ``value`` as a float if it is > 0 (and finite unless ``allow_inf``)."""
+    value = _as_real(name, value)
+    if value <= 0 or (math.isinf(value) and not allow_inf):
+        bound = "(0, inf]" if allow_inf else "(0, inf)"
+        raise ValueError(f"{name} must be in {bound}, got {value!r}")
+    return value
+
+
+def check_nonnegative(name: str, value) -> float:
+    """Return ``value`` as a float if it is finite and >= 0."""
+    value = _as_real(name, value)
+    if value < 0 or math.isinf(value):
+        raise ValueError(f"{name} must be in [0, inf), got {value!r}")
+    return value
+
+
+def check_delta(name: str, value) -> float:
+    """A failure probability: ``0 <= delta < 1``."""
+    value = _as_real(name, value)
+    if not 0.0 <= value < 1.0:
+        raise ValueError(f"{name} must be in [0, 1), got {value!r}")
+    return value
+
+
+def check_rate(name: str, value) -> float:
+    """A sampling rate: ``0 < rate <= 1``."""
+    value = _as_real(name, value)
+    if not 0.0 < value <= 1.0:
+        raise ValueError(f"{name} must be in (0, 1], got {value!r}")
+    return value
+
+
+def check_open_unit(name: str, value) -> float:
+    """A fraction strictly between 0 and 1."""
+    value = _as_real(name, value)
+    if not 0.0 < value < 1.0:
+        raise ValueError(f"{name} must be in (0, 1), got {value!r}")
+    return value
+
+
+def check_int(name: str, value, *, minimum: int = 1) -> int:
+    """An integer ``>= minimum`` (numpy integers accepted, floats and bools refused)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral | np.integer):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    value = int(value)
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def check_finite_array(name: str, array, *, ndim: int | tuple[int, ...] | None = None) -> np.ndarray:
+    """Return ``array`` as a float ndarray, refusing NaN, infinities and wrong dimensions."""
+    out = np.asarray(array, dtype=float)
+    if ndim is not None:
+        allowed = (ndim,) if isinstance(ndim, int) else ndim
+        if out.ndim not in allowed:
+            raise ValueError(f"{name} must have ndim in {allowed}, got shape {out.shape}")
+    if not np.all(np.isfinite(out)):
+        bad = int(np.size(out) - np.count_nonzero(np.isfinite(out)))
+        raise ValueError(f"{name} contains {bad} NaN or infinite value(s)")
+    return out
+
+
+def check_choice(name: str, value, choices) -> str:
+    """One of a fixed set of strings."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {sorted(choices)}, got {value!r}")
+    return value
+
+
+def as_generator(rng) -> np.random.Generator:
+    """Accept a Generator, a seed (int) or None (fresh OS entropy) and return a Generator."""
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if rng is None or isinstance(rng, numbers.Integral | np.integer | np.random.SeedSequence):
+        return np.random.default_rng(rng)
+    raise TypeError(f"rng must be a numpy.random.Generator, an int seed or None, got {type(rng).__name__}")

@@ -1,0 +1,61 @@
+"""The ``dpopt`` command.
+
+Each sub-command lives in its own module exposing ``register(subparsers)``,
+which adds its parser and sets ``func`` to a callable taking the parsed
+arguments and returning an exit code.  Errors a user can fix (bad file, bad
+ε, unknown column) are raised as :class:`UserError` and printed as one line
+with exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+__all__ = ["main", "UserError", "build_parser"]
+
+# Sub-command modules, in the order ``dpopt --help`` lists them.
+COMMANDS = ("demo", "fit", "predict", "account", "audit", "reproduce")
+
+
+class UserError(Exception):
+    """An error in the user's input: printed as one line, exit code 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dpopt", description="Differentially private optimization with one privacy accountant."
+    )
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+            continue  # sub-command not shipped in this build
+        module.register(sub)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.version:
+        from .. import __version__
+
+        print(__version__)
+        return 0
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except UserError as exc:
+        print(f"dpopt {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"dpopt {args.command}: interrupted", file=sys.stderr)
+        return 130

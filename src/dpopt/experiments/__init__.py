@@ -1,0 +1,1 @@
+"""Paper reproductions and audit targets: the top layer, which may import every other."""

@@ -1,0 +1,33 @@
+"""The privacy core: events, accountants, the ledger, mechanisms, sampling, calibration.
+
+This layer knows nothing about optimization (DESIGN.md "Layers").  Every
+data-dependent release elsewhere in dpopt goes through :mod:`.mechanisms`,
+which charges a :class:`Ledger` before it returns anything.
+"""
+
+from . import calibration, events, mechanisms, pure, rdp, sampling, zcdp
+from .ledger import RELATIONS, BudgetExceededError, Ledger, PrivacySpent
+from .pure import PureDPAccountant
+from .rdp import DEFAULT_ORDERS, RDPAccountant
+from .sampling import FixedSizeSampler, PoissonSampler
+from .zcdp import ZCDPAccountant
+
+__all__ = [
+    "events",
+    "mechanisms",
+    "calibration",
+    "pure",
+    "rdp",
+    "zcdp",
+    "sampling",
+    "Ledger",
+    "BudgetExceededError",
+    "PrivacySpent",
+    "RELATIONS",
+    "PureDPAccountant",
+    "RDPAccountant",
+    "ZCDPAccountant",
+    "DEFAULT_ORDERS",
+    "PoissonSampler",
+    "FixedSizeSampler",
+]

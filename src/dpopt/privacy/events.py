@@ -1,0 +1,294 @@
+"""Privacy events: immutable values that describe one data-dependent release.
+
+Events say *what* was released (which noise, at which scale, for which
+sensitivity, on which subsample); accountants (:mod:`dpopt.privacy.pure`,
+:mod:`dpopt.privacy.rdp`, :mod:`dpopt.privacy.zcdp`) say *what it costs*.
+This is the separation of DESIGN.md invariant 3, in the style of Google's
+dp-accounting library.
+
+Every event has ``to_dict``/``to_json`` and :func:`from_json` rebuilds it
+exactly (floats are written with ``repr`` precision, so the round trip is
+bit-for-bit).
+
+Sensitivities are always absolute: ``Gaussian(sigma=2.0, sensitivity=0.5)``
+adds N(0, 2²) noise to a query whose L2 sensitivity is 0.5, i.e. a noise
+multiplier of 4.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, fields
+from typing import ClassVar
+
+from .._validation import check_choice, check_int, check_positive, check_rate
+
+__all__ = [
+    "Event",
+    "Laplace",
+    "Gaussian",
+    "VectorLaplace",
+    "Exponential",
+    "PureDP",
+    "AboveThreshold",
+    "Subsampled",
+    "Composed",
+    "SelfComposed",
+    "from_dict",
+    "from_json",
+    "POISSON",
+    "WITHOUT_REPLACEMENT",
+]
+
+POISSON = "poisson"
+WITHOUT_REPLACEMENT = "without_replacement"
+_SCHEMES = (POISSON, WITHOUT_REPLACEMENT)
+
+_REGISTRY: dict[str, type[Event]] = {}
+
+
+class Event:
+    """Base class of all privacy events (frozen dataclasses)."""
+
+    kind: ClassVar[str] = "event"
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        _REGISTRY[cls.kind] = cls
+
+    def to_dict(self) -> dict:
+        out = {"type": self.kind}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, Event):
+                value = value.to_dict()
+            elif isinstance(value, tuple):
+                value = [v.to_dict() for v in value]
+            out[f.name] = value
+        return out
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+
+def from_dict(data: dict) -> Event:
+    """Rebuild an event from :meth:`Event.to_dict` output."""
+    if not isinstance(data, dict) or "type" not in data:
+        raise ValueError("an event dict needs a 'type' key")
+    kind = data["type"]
+    if kind not in _REGISTRY:
+        raise ValueError(f"unknown event type {kind!r}; known: {sorted(_REGISTRY)}")
+    cls = _REGISTRY[kind]
+    kwargs = {}
+    for key, value in data.items():
+        if key == "type":
+            continue
+        if isinstance(value, dict) and "type" in value:
+            value = from_dict(value)
+        elif isinstance(value, list):
+            value = tuple(from_dict(v) for v in value)
+        kwargs[key] = value
+    return cls(**kwargs)
+
+
+def from_json(text: str) -> Event:
+    """Rebuild an event from :meth:`Event.to_json` output."""
+    return from_dict(json.loads(text))
+
+
+@dataclass(frozen=True)
+class Laplace(Event):
+    """Laplace noise of ``scale`` b added to a query of L1 ``sensitivity`` Δ₁: ε = Δ₁/b."""
+
+    kind: ClassVar[str] = "laplace"
+    scale: float
+    sensitivity: float = 1.0
+
+    def __post_init__(self):
+        object.__setattr__(self, "scale", check_positive("scale", self.scale))
+        object.__setattr__(self, "sensitivity", check_positive("sensitivity", self.sensitivity))
+
+    @property
+    def epsilon(self) -> float:
+        return self.sensitivity / self.scale
+
+
+@dataclass(frozen=True)
+class Gaussian(Event):
+    """Gaussian noise N(0, sigma²) added to a query of L2 ``sensitivity`` Δ₂.
+
+    ``noise_multiplier`` = sigma/Δ₂ is what RDP accounting depends on.
+    """
+
+    kind: ClassVar[str] = "gaussian"
+    sigma: float
+    sensitivity: float = 1.0
+
+    def __post_init__(self):
+        object.__setattr__(self, "sigma", check_positive("sigma", self.sigma))
+        object.__setattr__(self, "sensitivity", check_positive("sensitivity", self.sensitivity))
+
+    @property
+    def noise_multiplier(self) -> float:
+        return self.sigma / self.sensitivity
+
+
+@dataclass(frozen=True)
+class VectorLaplace(Event):
+    """Vector Laplace noise with density ∝ exp(−‖w‖₂/scale) on a query of L2 ``sensitivity``.
+
+    ε = sensitivity/scale (han2014 Thm 9: no extra √d factor is needed).
+    """
+
+    kind: ClassVar[str] = "vector_laplace"
+    scale: float
+    sensitivity: float = 1.0
+
+    def __post_init__(self):
+        object.__setattr__(self, "scale", check_positive("scale", self.scale))
+        object.__setattr__(self, "sensitivity", check_positive("sensitivity", self.sensitivity))
+
+    @property
+    def epsilon(self) -> float:
+        return self.sensitivity / self.scale
+
+
+@dataclass(frozen=True)
+class Exponential(Event):
+    """One draw of the exponential mechanism, P(i) ∝ exp(ε·u_i/(2Δu)): ε-DP."""
+
+    kind: ClassVar[str] = "exponential"
+    epsilon: float
+
+    def __post_init__(self):
+        object.__setattr__(self, "epsilon", check_positive("epsilon", self.epsilon))
+
+
+@dataclass(frozen=True)
+class PureDP(Event):
+    """Any release proven ε-DP by other means."""
+
+    kind: ClassVar[str] = "pure_dp"
+    epsilon: float
+
+    def __post_init__(self):
+        object.__setattr__(self, "epsilon", check_positive("epsilon", self.epsilon))
+
+
+@dataclass(frozen=True)
+class AboveThreshold(Event):
+    """One run of AboveThreshold (sparse vector) that halts at the first query above a noisy threshold.
+
+    chen2020 Algorithm 1: the threshold gets noise of ``threshold_scale`` once,
+    each query gets fresh noise of ``query_scale``; every query has sensitivity
+    ``sensitivity`` (Δ_q).  ``noise`` is ``"laplace"`` (scales are Laplace
+    scales; ε₁ = Δ_q/threshold_scale, ε₂ = Δ_q/query_scale, pure ε₁ + 2ε₂,
+    RDP eq. (4)) or ``"gaussian"`` (scales are standard deviations;
+    σ₁ = threshold_scale/Δ_q, σ₂ = query_scale/Δ_q, RDP eq. (5)).
+
+    Use :meth:`laplace` and :meth:`gaussian` to build one from the paper's
+    parameters.
+    """
+
+    kind: ClassVar[str] = "above_threshold"
+    noise: str
+    threshold_scale: float
+    query_scale: float
+    sensitivity: float = 1.0
+
+    def __post_init__(self):
+        check_choice("noise", self.noise, ("laplace", "gaussian"))
+        for name in ("threshold_scale", "query_scale", "sensitivity"):
+            object.__setattr__(self, name, check_positive(name, getattr(self, name)))
+
+    @classmethod
+    def laplace(cls, epsilon1: float, epsilon2: float, sensitivity: float = 1.0) -> AboveThreshold:
+        """Laplace variant with threshold budget ε₁ and per-query budget ε₂."""
+        epsilon1 = check_positive("epsilon1", epsilon1)
+        epsilon2 = check_positive("epsilon2", epsilon2)
+        sensitivity = check_positive("sensitivity", sensitivity)
+        return cls("laplace", sensitivity / epsilon1, sensitivity / epsilon2, sensitivity)
+
+    @classmethod
+    def gaussian(cls, sigma1: float, sigma2: float, sensitivity: float = 1.0) -> AboveThreshold:
+        """Gaussian variant with noise multipliers σ₁ (threshold) and σ₂ (queries)."""
+        sigma1 = check_positive("sigma1", sigma1)
+        sigma2 = check_positive("sigma2", sigma2)
+        sensitivity = check_positive("sensitivity", sensitivity)
+        return cls("gaussian", sigma1 * sensitivity, sigma2 * sensitivity, sensitivity)
+
+    def _require(self, noise: str, name: str) -> None:
+        if self.noise != noise:
+            raise ValueError(f"{name} is defined for the {noise} variant, this event is {self.noise}")
+
+    @property
+    def epsilon1(self) -> float:
+        self._require("laplace", "epsilon1")
+        return self.sensitivity / self.threshold_scale
+
+    @property
+    def epsilon2(self) -> float:
+        self._require("laplace", "epsilon2")
+        return self.sensitivity / self.query_scale
+
+    @property
+    def sigma1(self) -> float:
+        self._require("gaussian", "sigma1")
+        return self.threshold_scale / self.sensitivity
+
+    @property
+    def sigma2(self) -> float:
+        self._require("gaussian", "sigma2")
+        return self.query_scale / self.sensitivity
+
+
+@dataclass(frozen=True)
+class Subsampled(Event):
+    """``event`` run on a random subsample of the data.
+
+    ``scheme="poisson"``: each record kept independently with probability
+    ``rate`` (add/remove-one neighbours).  ``scheme="without_replacement"``: a
+    uniformly random subset of fixed size m = rate·n (replace-one neighbours,
+    kuru2022 Thm A.3).  The sampling code must match the scheme
+    (DESIGN.md invariant 6).
+    """
+
+    kind: ClassVar[str] = "subsampled"
+    event: Event
+    rate: float
+    scheme: str = POISSON
+
+    def __post_init__(self):
+        if not isinstance(self.event, Event):
+            raise TypeError(f"event must be a privacy Event, got {type(self.event).__name__}")
+        object.__setattr__(self, "rate", check_rate("rate", self.rate))
+        check_choice("scheme", self.scheme, _SCHEMES)
+
+
+@dataclass(frozen=True)
+class Composed(Event):
+    """Sequential composition of several events (any list, possibly nested)."""
+
+    kind: ClassVar[str] = "composed"
+    events: tuple
+
+    def __post_init__(self):
+        events = tuple(self.events)
+        for e in events:
+            if not isinstance(e, Event):
+                raise TypeError(f"events must hold privacy Events, got {type(e).__name__}")
+        object.__setattr__(self, "events", events)
+
+
+@dataclass(frozen=True)
+class SelfComposed(Event):
+    """``count`` sequential repetitions of the same ``event``."""
+
+    kind: ClassVar[str] = "self_composed"
+    event: Event
+    count: int
+
+    def __post_init__(self):
+        if not isinstance(self.event, Event):
+            raise TypeError(f"event must be a privacy Event, got {type(self.event).__name__}")
+        object.__setattr__(self, "count", check_int("count", self.count, minimum=1))

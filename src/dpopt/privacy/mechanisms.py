@@ -1,0 +1,228 @@
+"""Mechanisms: draw privacy noise and charge the ledger in one call.
+
+DESIGN.md invariant 1: every data-dependent release goes through one of these
+functions, and each one charges its event to the ledger *before* it draws or
+returns anything (so a refused charge releases nothing).
+
+Batching: the value (or scores, or queries) may carry leading axes for R
+independent repetitions; noise is drawn independently for every entry in one
+vectorized call, and the event is charged once because it describes each
+repetition (see :mod:`dpopt.privacy.ledger`).
+
+Subsampling: pass the sampler that drew the data (``sampler=...``); the
+charged event is then the amplified ``Subsampled`` event of that sampler's
+scheme (invariant 6).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import check_finite_array, check_positive
+from . import events as ev
+from .ledger import Ledger
+
+__all__ = [
+    "laplace",
+    "gaussian",
+    "vector_laplace",
+    "exponential",
+    "exponential_probabilities",
+    "above_threshold",
+    "AboveThresholdSession",
+    "release",
+]
+
+
+def _check_ledger(ledger) -> Ledger:
+    if not isinstance(ledger, Ledger):
+        raise TypeError(f"ledger must be a dpopt.privacy.Ledger, got {type(ledger).__name__}")
+    return ledger
+
+
+def _check_rng(rng) -> np.random.Generator:
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(
+            "rng must be a numpy.random.Generator (e.g. numpy.random.default_rng(seed)), "
+            f"got {type(rng).__name__}"
+        )
+    return rng
+
+
+def _charge(event: ev.Event, ledger, sampler) -> ev.Event:
+    charged = sampler.wrap(event) if sampler is not None else event
+    _check_ledger(ledger).charge(charged)
+    return charged
+
+
+def _scale_from(scale, epsilon, sensitivity: float) -> float:
+    if (scale is None) == (epsilon is None):
+        raise ValueError("give exactly one of scale and epsilon")
+    if scale is not None:
+        return check_positive("scale", scale)
+    return sensitivity / check_positive("epsilon", epsilon)
+
+
+def _draw_vector_laplace(rng: np.random.Generator, scale: float, shape: tuple) -> np.ndarray:
+    """Noise with density ∝ exp(−‖w‖₂/scale) over the last axis (han2014 §5.1).
+
+    The radius ‖w‖ has density ∝ r^{d−1} e^{−r/scale}, i.e. Gamma(d, scale),
+    and the direction is uniform on the sphere.
+    """
+    d = shape[-1]
+    direction = rng.standard_normal(shape)
+    direction /= np.linalg.norm(direction, axis=-1, keepdims=True)
+    radius = rng.gamma(shape=d, scale=scale, size=shape[:-1] + (1,))
+    return radius * direction
+
+
+def release(value, event: ev.Event, *, ledger: Ledger, rng: np.random.Generator, sampler=None):
+    """Add the noise an additive-noise ``event`` describes to ``value``, after charging it.
+
+    ``event`` is a :class:`~dpopt.privacy.events.Laplace` (i.i.d. per
+    coordinate), :class:`~dpopt.privacy.events.Gaussian` (i.i.d. per
+    coordinate) or :class:`~dpopt.privacy.events.VectorLaplace` (over the last
+    axis).  The keyword forms :func:`laplace`, :func:`gaussian` and
+    :func:`vector_laplace` build the event for you.
+    """
+    value = check_finite_array("value", value)
+    _check_rng(rng)
+    if isinstance(event, ev.VectorLaplace) and value.ndim == 0:
+        raise ValueError("vector_laplace needs a value with at least one axis (the vector)")
+    if not isinstance(event, ev.Laplace | ev.Gaussian | ev.VectorLaplace):
+        raise TypeError(f"release adds Laplace, Gaussian or VectorLaplace noise, got {type(event).__name__}")
+    _charge(event, ledger, sampler)
+    if isinstance(event, ev.Laplace):
+        return value + rng.laplace(0.0, event.scale, size=value.shape)
+    if isinstance(event, ev.Gaussian):
+        return value + rng.normal(0.0, event.sigma, size=value.shape)
+    return value + _draw_vector_laplace(rng, event.scale, value.shape)
+
+
+def laplace(value, *, sensitivity: float, ledger: Ledger, rng, scale=None, epsilon=None, sampler=None):
+    """``value`` + i.i.d. Laplace(scale) per coordinate; ε = sensitivity/scale for L1 ``sensitivity``.
+
+    Give either ``scale`` or ``epsilon`` (then scale = sensitivity/ε).
+    """
+    sensitivity = check_positive("sensitivity", sensitivity)
+    event = ev.Laplace(_scale_from(scale, epsilon, sensitivity), sensitivity)
+    return release(value, event, ledger=ledger, rng=rng, sampler=sampler)
+
+
+def gaussian(value, *, sensitivity: float, ledger: Ledger, rng, sigma=None, noise_multiplier=None, sampler=None):
+    """``value`` + i.i.d. N(0, σ²) per coordinate for a query of L2 ``sensitivity``.
+
+    Give either the absolute ``sigma`` or ``noise_multiplier`` (σ = multiplier·sensitivity).
+    """
+    sensitivity = check_positive("sensitivity", sensitivity)
+    if (sigma is None) == (noise_multiplier is None):
+        raise ValueError("give exactly one of sigma and noise_multiplier")
+    if sigma is None:
+        sigma = check_positive("noise_multiplier", noise_multiplier) * sensitivity
+    event = ev.Gaussian(check_positive("sigma", sigma), sensitivity)
+    return release(value, event, ledger=ledger, rng=rng, sampler=sampler)
+
+
+def vector_laplace(value, *, sensitivity: float, ledger: Ledger, rng, scale=None, epsilon=None, sampler=None):
+    """``value`` + noise with density ∝ exp(−‖w‖₂/scale) over the last axis (han2014 Thm 9).
+
+    ε = sensitivity/scale for a query of L2 ``sensitivity``.
+    """
+    sensitivity = check_positive("sensitivity", sensitivity)
+    event = ev.VectorLaplace(_scale_from(scale, epsilon, sensitivity), sensitivity)
+    return release(value, event, ledger=ledger, rng=rng, sampler=sampler)
+
+
+def exponential_probabilities(scores, *, epsilon: float, sensitivity: float) -> np.ndarray:
+    """P(i) ∝ exp(ε·u_i/(2Δu)) over the last axis, computed stably (max-shifted softmax)."""
+    scores = check_finite_array("scores", scores)
+    logits = check_positive("epsilon", epsilon) * scores / (2.0 * check_positive("sensitivity", sensitivity))
+    logits = logits - logits.max(axis=-1, keepdims=True)
+    weights = np.exp(logits)
+    return weights / weights.sum(axis=-1, keepdims=True)
+
+
+def exponential(scores, *, epsilon: float, sensitivity: float, ledger: Ledger, rng, sampler=None) -> np.ndarray:
+    """Index drawn with P(i) ∝ exp(ε·u_i/(2Δu)) over the last axis of ``scores`` (ε-DP).
+
+    ``sensitivity`` is Δu, the most one record can change any score.  Drawn by
+    the Gumbel-max trick, argmax(ε·u/(2Δu) + Gumbel), which never
+    exponentiates and so stays exact for scores of any magnitude.  Returns an
+    integer array of shape ``scores.shape[:-1]``.
+    """
+    scores = check_finite_array("scores", scores)
+    if scores.ndim == 0 or scores.shape[-1] == 0:
+        raise ValueError("scores must have a non-empty last axis of candidates")
+    epsilon = check_positive("epsilon", epsilon)
+    sensitivity = check_positive("sensitivity", sensitivity)
+    _check_rng(rng)
+    _charge(ev.Exponential(epsilon), ledger, sampler)
+    logits = epsilon * scores / (2.0 * sensitivity)
+    return np.argmax(logits + rng.gumbel(size=scores.shape), axis=-1)
+
+
+def _threshold_noise(rng: np.random.Generator, event: ev.AboveThreshold, scale: float, shape) -> np.ndarray:
+    if event.noise == "laplace":
+        return rng.laplace(0.0, scale, size=shape)
+    return rng.normal(0.0, scale, size=shape)
+
+
+def _check_above_threshold(event) -> ev.AboveThreshold:
+    if not isinstance(event, ev.AboveThreshold):
+        raise TypeError(f"event must be an events.AboveThreshold, got {type(event).__name__}")
+    return event
+
+
+def above_threshold(queries, *, event: ev.AboveThreshold, ledger: Ledger, rng, threshold=0.0, sampler=None):
+    """AboveThreshold (chen2020 Algorithm 1, lines 4–12) over precomputed query answers.
+
+    ``queries[..., i]`` are the answers q_1, q_2, … in the order they are
+    asked, each of sensitivity ``event.sensitivity``.  One noisy threshold
+    T̂ = threshold + λ is drawn per repetition and re-used for every query; the
+    result is the index of the first i with q_i + ν_i ≥ T̂, or −1 when none is.
+    Use :class:`AboveThresholdSession` when each query is expensive and should
+    only be computed if the previous ones were below the threshold.
+    """
+    event = _check_above_threshold(event)
+    queries = check_finite_array("queries", queries)
+    if queries.ndim == 0 or queries.shape[-1] == 0:
+        raise ValueError("queries must have a non-empty last axis")
+    _check_rng(rng)
+    _charge(event, ledger, sampler)
+    noisy_threshold = threshold + _threshold_noise(rng, event, event.threshold_scale, queries.shape[:-1])
+    noisy = queries + _threshold_noise(rng, event, event.query_scale, queries.shape)
+    above = noisy >= noisy_threshold[..., None]
+    return np.where(above.any(axis=-1), np.argmax(above, axis=-1), -1)
+
+
+class AboveThresholdSession:
+    """Interactive AboveThreshold: ask queries one at a time, stop at the first above threshold.
+
+    The event is charged when the session opens (before any answer exists) and
+    one noisy threshold per repetition is drawn then and re-used for every
+    query.  :meth:`ask` takes the answers of the next query for all
+    repetitions (shape ``batch_shape``) and returns which repetitions fire
+    now; a repetition that has fired is finished and ignores later queries.
+    """
+
+    def __init__(self, event: ev.AboveThreshold, *, ledger: Ledger, rng, threshold=0.0, batch_shape=(), sampler=None):
+        self.event = _check_above_threshold(event)
+        self._rng = _check_rng(rng)
+        _charge(event, ledger, sampler)
+        self.batch_shape = (batch_shape,) if isinstance(batch_shape, int) else tuple(batch_shape)
+        self._threshold = threshold + _threshold_noise(self._rng, event, event.threshold_scale, self.batch_shape)
+        self.active = np.ones(self.batch_shape, dtype=bool)
+        self.asked = 0
+
+    def ask(self, query) -> np.ndarray:
+        """Answers of the next query → boolean array: True where this query is the first above."""
+        query = check_finite_array("query", query)
+        if query.shape != self.batch_shape:
+            raise ValueError(f"query must have shape {self.batch_shape}, got {query.shape}")
+        if not self.active.any():
+            raise RuntimeError("every repetition has already halted; open a new session")
+        noisy = query + _threshold_noise(self._rng, self.event, self.event.query_scale, self.batch_shape)
+        fired = self.active & (noisy >= self._threshold)
+        self.active = self.active & ~fired
+        self.asked += 1
+        return fired

@@ -1,0 +1,117 @@
+"""The result every dpopt optimizer returns, whatever its family.
+
+Like :class:`scipy.optimize.OptimizeResult` it carries the solution and its
+objective value; unlike it, it also carries the privacy record: the
+guarantee spent, the notion and neighbouring relation it holds under, the
+event log that reproduces it, and what kind of guarantee it is.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .privacy import Ledger, PrivacySpent
+from .privacy import events as ev
+
+__all__ = ["DPResult", "GUARANTEES"]
+
+#: The kinds of guarantee a result can carry (DESIGN.md "Paper details").
+GUARANTEES = {
+    "exact": "the stated guarantee holds for every input satisfying the declared bounds",
+    "approximate": "the guarantee holds only in a limit the run approximates (e.g. MCMC sampling)",
+    "conditional": "the guarantee holds under a modelling assumption stated in `notes`",
+    "none": "non-private reference: no privacy guarantee",
+}
+
+
+@dataclass
+class DPResult:
+    """Outcome of one private optimization run (or of R repetitions in one batch).
+
+    Attributes
+    ----------
+    x:
+        The released solution, shape (d,), or (R, d) for R repetitions.
+    fun:
+        Objective value at ``x`` (scalar or (R,)); computed for reporting and
+        *not* part of the private release unless the method says so.
+    method:
+        The method's name as the papers write it, lower case (e.g. ``"dp-nag-opt"``).
+    privacy:
+        The (ε, δ) spent and the accounting notion.
+    events:
+        The ledger's event log; re-running an accountant over it gives ``privacy``.
+    relation:
+        The neighbouring relation the guarantee refers to.
+    guarantee:
+        A key of :data:`GUARANTEES`.
+    nit:
+        Iterations performed.
+    trajectory:
+        Optional iterates or objective values per iteration (see ``info``).
+    info:
+        Method-specific diagnostics (acceptance rates, budget split, ...).
+    notes:
+        Human-readable caveats about the guarantee.
+    """
+
+    x: np.ndarray
+    fun: Any
+    method: str
+    privacy: PrivacySpent
+    events: list = field(default_factory=list)
+    relation: str = "add_remove"
+    guarantee: str = "exact"
+    nit: int = 0
+    trajectory: np.ndarray | None = None
+    info: dict = field(default_factory=dict)
+    notes: str = ""
+
+    def __post_init__(self):
+        if self.guarantee not in GUARANTEES:
+            raise ValueError(f"guarantee must be one of {sorted(GUARANTEES)}, got {self.guarantee!r}")
+
+    @classmethod
+    def from_ledger(cls, ledger: Ledger, **kwargs) -> DPResult:
+        """Build a result whose privacy record is ``ledger``'s."""
+        return cls(privacy=ledger.spent(), events=ledger.events, relation=ledger.relation, **kwargs)
+
+    @property
+    def epsilon(self) -> float:
+        return self.privacy.epsilon
+
+    @property
+    def delta(self) -> float:
+        return self.privacy.delta
+
+    def privacy_record(self) -> dict:
+        """JSON-ready description of the guarantee and the event log."""
+        return {
+            "method": self.method,
+            "epsilon": self.privacy.epsilon,
+            "delta": self.privacy.delta,
+            "notion": self.privacy.notion,
+            "relation": self.relation,
+            "guarantee": self.guarantee,
+            "notes": self.notes,
+            "events": [e.to_dict() for e in self.events],
+        }
+
+    def privacy_json(self, **kwargs) -> str:
+        return json.dumps(self.privacy_record(), **kwargs)
+
+    @staticmethod
+    def events_from_record(record: dict) -> list:
+        return [ev.from_dict(item) for item in record.get("events", [])]
+
+    def __repr__(self) -> str:
+        shape = getattr(self.x, "shape", None)
+        return (
+            f"DPResult(method={self.method!r}, x.shape={shape}, epsilon={self.privacy.epsilon:.6g}, "
+            f"delta={self.privacy.delta:g}, notion={self.privacy.notion!r}, nit={self.nit}, "
+            f"guarantee={self.guarantee!r})"
+        )

@@ -1,0 +1,182 @@
+"""Statistical tests of the mechanisms' noise distributions.
+
+Each goodness-of-fit test uses a fixed seed and rejects at p < 1e-6, so a
+correct sampler passes with overwhelming probability, while a scale off by a
+factor 2 (or a wrong distribution) gives p-values far below 1e-6 at these
+sample sizes.
+"""
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+from dpopt.privacy import BudgetExceededError, FixedSizeSampler, Ledger, PoissonSampler
+from dpopt.privacy import events as ev
+from dpopt.privacy import mechanisms as mech
+
+P_MIN = 1e-6
+N = 200_000
+
+
+def rng(seed=0):
+    return np.random.default_rng(seed)
+
+
+def test_laplace_noise_distribution_and_charge():
+    ledger = Ledger(10.0)
+    out = mech.laplace(np.zeros((N // 100, 100)), sensitivity=2.0, epsilon=0.5, ledger=ledger, rng=rng(1))
+    assert stats.kstest(out.ravel(), stats.laplace(scale=4.0).cdf).pvalue > P_MIN
+    assert stats.kstest(out.ravel(), stats.laplace(scale=2.0).cdf).pvalue < P_MIN
+    assert ledger.events == [ev.Laplace(4.0, 2.0)]
+    assert ledger.spent().epsilon == pytest.approx(0.5)
+
+
+def test_gaussian_noise_distribution():
+    ledger = Ledger(10.0, 1e-5, "rdp")
+    out = mech.gaussian(np.full(N, 3.0), sensitivity=0.5, noise_multiplier=4.0, ledger=ledger, rng=rng(2))
+    assert stats.kstest(out - 3.0, stats.norm(scale=2.0).cdf).pvalue > P_MIN
+    assert stats.kstest(out - 3.0, stats.norm(scale=1.0).cdf).pvalue < P_MIN
+    assert ledger.events == [ev.Gaussian(2.0, 0.5)]
+
+
+@pytest.mark.parametrize("d", [1, 3, 20])
+def test_vector_laplace_radius_and_direction(d):
+    scale = 1.5
+    out = mech.vector_laplace(np.zeros((N // 4, d)), sensitivity=3.0, scale=scale, ledger=Ledger(5.0), rng=rng(d))
+    radius = np.linalg.norm(out, axis=1)
+    assert stats.kstest(radius, stats.gamma(a=d, scale=scale).cdf).pvalue > P_MIN
+    assert stats.kstest(radius, stats.gamma(a=d, scale=scale / 2).cdf).pvalue < P_MIN
+    if d > 1:
+        # The first coordinate of a uniform direction u has u_1^2 ~ Beta(1/2, (d-1)/2).
+        u1 = out[:, 0] / radius
+        assert stats.kstest(u1**2, stats.beta(0.5, (d - 1) / 2).cdf).pvalue > P_MIN
+        assert abs(np.mean(np.sign(u1))) < 0.02
+
+
+def test_exponential_mechanism_frequencies():
+    scores = np.array([0.0, 1.0, 2.0, 5.0, -3.0])
+    probs = mech.exponential_probabilities(scores, epsilon=1.0, sensitivity=1.0)
+    assert np.allclose(probs, np.exp(scores / 2) / np.exp(scores / 2).sum())
+    ledger = Ledger(2.0)
+    picks = mech.exponential(np.tile(scores, (N, 1)), epsilon=1.0, sensitivity=1.0, ledger=ledger, rng=rng(3))
+    counts = np.bincount(picks, minlength=5)
+    assert stats.chisquare(counts, N * probs).pvalue > P_MIN
+    wrong = mech.exponential_probabilities(scores, epsilon=2.0, sensitivity=1.0)
+    assert stats.chisquare(counts, N * wrong).pvalue < P_MIN
+    assert ledger.events == [ev.Exponential(1.0)]
+
+
+def test_exponential_mechanism_is_stable_for_huge_scores():
+    scores = np.array([1e6, 1e6 - 2.0, -1e6])
+    probs = mech.exponential_probabilities(scores, epsilon=1.0, sensitivity=1.0)
+    assert np.all(np.isfinite(probs)) and probs[0] == pytest.approx(1 / (1 + np.exp(-1)))
+    picks = mech.exponential(np.tile(scores, (N, 1)), epsilon=1.0, sensitivity=1.0, ledger=Ledger(1.0), rng=rng(4))
+    counts = np.bincount(picks, minlength=3)
+    assert counts[2] == 0
+    assert stats.binomtest(counts[0], N, probs[0]).pvalue > P_MIN
+
+
+def _first_above_probabilities(queries, threshold_dist, query_dist):
+    """P(first index above = i), i = 0..k-1, and P(none), by integrating over the threshold noise."""
+    k = len(queries)
+
+    def density(lam, i):
+        below = np.prod([query_dist.cdf(lam - q) for q in queries[:i]])
+        return threshold_dist.pdf(lam) * below * query_dist.sf(lam - queries[i])
+
+    out = [integrate.quad(density, -np.inf, np.inf, args=(i,), limit=200)[0] for i in range(k)]
+    return np.array(out + [1.0 - sum(out)])
+
+
+@pytest.mark.parametrize(
+    "event, dists",
+    [
+        (ev.AboveThreshold.laplace(0.5, 0.25, sensitivity=1.0), (stats.laplace(scale=2.0), stats.laplace(scale=4.0))),
+        (ev.AboveThreshold.gaussian(1.5, 2.0, sensitivity=1.0), (stats.norm(scale=1.5), stats.norm(scale=2.0))),
+    ],
+)
+def test_above_threshold_reuses_one_noisy_threshold(event, dists):
+    queries = np.array([-6.0, -3.0, -1.0, 0.5, 2.0])
+    expected = _first_above_probabilities(queries, *dists)
+    ledger = Ledger(100.0, 1e-6, "rdp")
+    first = mech.above_threshold(np.tile(queries, (N, 1)), event=event, ledger=ledger, rng=rng(5))
+    counts = np.bincount(np.where(first < 0, len(queries), first), minlength=len(queries) + 1)
+    assert stats.chisquare(counts, N * expected).pvalue > P_MIN
+    assert ledger.events == [event]
+
+    # The interactive session draws the same distribution.
+    session = mech.AboveThresholdSession(event, ledger=ledger, rng=rng(6), batch_shape=(N,))
+    result = np.full(N, len(queries))
+    for i, q in enumerate(queries):
+        fired = session.ask(np.full(N, q))
+        result[fired] = i
+    counts = np.bincount(result, minlength=len(queries) + 1)
+    assert stats.chisquare(counts, N * expected).pvalue > P_MIN
+
+
+def test_refused_charge_releases_nothing():
+    ledger = Ledger(0.1)
+    state = rng(7)
+    before = state.bit_generator.state
+    with pytest.raises(BudgetExceededError):
+        mech.laplace(np.zeros(3), sensitivity=1.0, epsilon=0.5, ledger=ledger, rng=state)
+    assert state.bit_generator.state == before
+    assert ledger.events == []
+
+
+def test_samplers_charge_their_scheme():
+    ledger = Ledger(1.0, relation="replace_one")
+    sampler = FixedSizeSampler(10, 1000)
+    mech.laplace(np.zeros(2), sensitivity=1.0, epsilon=1.0, ledger=ledger, rng=rng(8), sampler=sampler)
+    assert ledger.events == [ev.Subsampled(ev.Laplace(1.0, 1.0), 0.01, "without_replacement")]
+    assert ledger.spent().epsilon == pytest.approx(np.log1p(0.01 * np.expm1(1.0)))
+    ledger = Ledger(1.0, 1e-5, "rdp")
+    mech.gaussian(np.zeros(2), sensitivity=1.0, sigma=2.0, ledger=ledger, rng=rng(9), sampler=PoissonSampler(0.1))
+    assert ledger.events == [ev.Subsampled(ev.Gaussian(2.0), 0.1, "poisson")]
+
+
+def test_poisson_sampler_sizes_are_binomial():
+    sampler = PoissonSampler(0.03)
+    state = rng(10)
+    sizes = np.array([len(sampler.indices(1000, state)) for _ in range(4000)])
+    counts = np.bincount(sizes, minlength=80)[:80]
+    probs = stats.binom(1000, 0.03).pmf(np.arange(80))
+    keep = probs * 4000 > 5
+    assert stats.chisquare(counts[keep], probs[keep] / probs[keep].sum() * counts[keep].sum()).pvalue > P_MIN
+    idx = sampler.indices(1000, state)
+    assert np.all(np.diff(idx) > 0)
+
+
+def test_fixed_size_sampler_is_uniform_without_replacement():
+    sampler = FixedSizeSampler(5, 20)
+    idx = sampler.indices(rng(11), repetitions=20_000)
+    assert idx.shape == (20_000, 5)
+    assert all(len(set(row)) == 5 for row in idx[:500])
+    counts = np.bincount(idx.ravel(), minlength=20)
+    assert stats.chisquare(counts).pvalue > P_MIN
+
+
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: mech.laplace([np.nan], sensitivity=1.0, epsilon=1.0, ledger=Ledger(1.0), rng=rng()), "value"),
+        (lambda: mech.laplace([0.0], sensitivity=0.0, epsilon=1.0, ledger=Ledger(1.0), rng=rng()), "sensitivity"),
+        (lambda: mech.laplace([0.0], sensitivity=1.0, epsilon=-1.0, ledger=Ledger(1.0), rng=rng()), "epsilon"),
+        (lambda: mech.laplace([0.0], sensitivity=1.0, ledger=Ledger(1.0), rng=rng()), "scale and epsilon"),
+        (lambda: mech.gaussian([0.0], sensitivity=1.0, sigma=0.0, ledger=Ledger(1.0, 1e-5, "rdp"), rng=rng()), "sigma"),
+        (lambda: mech.exponential([], epsilon=1.0, sensitivity=1.0, ledger=Ledger(1.0), rng=rng()), "scores"),
+        (lambda: mech.vector_laplace(1.0, sensitivity=1.0, epsilon=1.0, ledger=Ledger(1.0), rng=rng()), "vector"),
+        (lambda: PoissonSampler(0.0), "rate"),
+        (lambda: FixedSizeSampler(10, 5), "batch_size"),
+    ],
+)
+def test_bad_input_is_named(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+def test_wrong_types():
+    with pytest.raises(TypeError, match="rng"):
+        mech.laplace([0.0], sensitivity=1.0, epsilon=1.0, ledger=Ledger(1.0), rng=0)
+    with pytest.raises(TypeError, match="ledger"):
+        mech.laplace([0.0], sensitivity=1.0, epsilon=1.0, ledger=None, rng=rng())
