@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from .._validation import check_int, check_nonnegative, check_rate
 from . import events as ev
 
 __all__ = ["PureDPAccountant", "pure_epsilon", "amplify_pure"]
@@ -18,8 +19,9 @@ def amplify_pure(epsilon: float, rate: float) -> float:
     (Li, Qardaji & Su 2012).  Computed with ``expm1``/``log1p`` so that tiny
     rates and budgets keep full precision.
     """
-    if rate >= 1.0:
-        return float(epsilon)
+    epsilon = check_nonnegative("epsilon", epsilon)
+    if check_rate("rate", rate) == 1.0:
+        return epsilon
     return math.log1p(rate * math.expm1(epsilon))
 
 
@@ -69,6 +71,7 @@ class PureDPAccountant:
         return pure_epsilon(event)
 
     def compose(self, event: ev.Event, count: int = 1) -> PureDPAccountant:
+        count = check_int("count", count)
         self._add(count * pure_epsilon(event))
         return self
 

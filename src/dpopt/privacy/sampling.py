@@ -15,6 +15,9 @@ from . import events as ev
 
 __all__ = ["PoissonSampler", "FixedSizeSampler"]
 
+# Above this many (repetition × record) keys, draw each repetition's subset on its own.
+_VECTORIZED_ENTRIES = 1 << 24
+
 
 class PoissonSampler:
     """Keep each of n records independently with probability ``rate`` (add/remove-one relation).
@@ -71,9 +74,11 @@ class FixedSizeSampler:
         if repetitions is None:
             return rng.choice(self.n, size=self.batch_size, replace=False)
         repetitions = check_int("repetitions", repetitions)
-        return np.stack(
-            [rng.choice(self.n, size=self.batch_size, replace=False) for _ in range(repetitions)]
-        )
+        if repetitions * self.n <= _VECTORIZED_ENTRIES:
+            # The batch_size smallest of n i.i.d. uniform keys index a uniformly random subset.
+            keys = rng.random((repetitions, self.n))
+            return np.argpartition(keys, self.batch_size - 1, axis=1)[:, : self.batch_size]
+        return np.stack([rng.choice(self.n, size=self.batch_size, replace=False) for _ in range(repetitions)])
 
     def __repr__(self) -> str:
         return f"FixedSizeSampler(batch_size={self.batch_size}, n={self.n})"

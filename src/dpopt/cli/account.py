@@ -1,0 +1,140 @@
+"""``dpopt account``: a privacy calculator over the shared accountants.
+
+Describe a mechanism on the command line (``--mechanism subsampled-gaussian
+--rate 0.01 --sigma 1.1 --steps 1000 --delta 1e-5``) or pass a saved event log
+(``--events FILE.json``: a ledger, a model's privacy record, a single event or
+a list of events), and it prints ε (and δ) under every accountant that applies.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from ..privacy import PureDPAccountant, RDPAccountant, ZCDPAccountant
+from ..privacy import events as ev
+from . import UserError
+
+MECHANISMS = ("laplace", "gaussian", "vector-laplace", "exponential", "svt-laplace", "svt-gaussian")
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "account",
+        help="privacy calculator: epsilon/delta of a mechanism or a saved event log",
+        description=__doc__,
+    )
+    p.add_argument("--events", type=Path, help="JSON file: ledger, privacy record, event or list of events")
+    p.add_argument("--mechanism", choices=MECHANISMS, help="describe one mechanism instead of --events")
+    p.add_argument(
+        "--sigma", type=float, help="Gaussian noise std (or SVT threshold/query multipliers: --sigma1/--sigma2)"
+    )
+    p.add_argument("--scale", type=float, help="Laplace / vector-Laplace noise scale")
+    p.add_argument("--sensitivity", type=float, default=1.0, help="query sensitivity (default 1)")
+    p.add_argument("--epsilon", type=float, help="epsilon of an exponential mechanism")
+    p.add_argument("--epsilon1", type=float, help="SVT-Laplace threshold budget")
+    p.add_argument("--epsilon2", type=float, help="SVT-Laplace per-query budget")
+    p.add_argument("--sigma1", type=float, help="SVT-Gaussian threshold noise multiplier")
+    p.add_argument("--sigma2", type=float, help="SVT-Gaussian query noise multiplier")
+    p.add_argument("--rate", type=float, default=1.0, help="sampling rate in (0, 1] (default 1: no sampling)")
+    p.add_argument("--scheme", choices=(ev.POISSON, ev.WITHOUT_REPLACEMENT), default=ev.POISSON, help="sampling scheme")
+    p.add_argument("--steps", type=int, default=1, help="number of compositions (default 1)")
+    p.add_argument("--delta", type=float, default=1e-5, help="delta for the (epsilon, delta) conversion")
+    p.add_argument("--target-epsilon", type=float, help="also print the delta at this epsilon")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.set_defaults(func=run)
+
+
+def _mechanism_event(args) -> ev.Event:
+    def need(name):
+        value = getattr(args, name)
+        if value is None:
+            raise UserError(f"--mechanism {args.mechanism} needs --{name.replace('_', '-')}")
+        return value
+
+    m = args.mechanism
+    if m == "laplace":
+        base = ev.Laplace(need("scale"), args.sensitivity)
+    elif m == "vector-laplace":
+        base = ev.VectorLaplace(need("scale"), args.sensitivity)
+    elif m == "gaussian":
+        base = ev.Gaussian(need("sigma"), args.sensitivity)
+    elif m == "exponential":
+        base = ev.Exponential(need("epsilon"))
+    elif m == "svt-laplace":
+        base = ev.AboveThreshold.laplace(need("epsilon1"), need("epsilon2"), args.sensitivity)
+    else:
+        base = ev.AboveThreshold.gaussian(need("sigma1"), need("sigma2"), args.sensitivity)
+    step = base if args.rate == 1.0 else ev.Subsampled(base, args.rate, args.scheme)
+    return step if args.steps == 1 else ev.SelfComposed(step, args.steps)
+
+
+def load_events(path: Path) -> ev.Event:
+    """Read a ledger, a privacy record, one event or a list of events as one composed event."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError as exc:
+        raise UserError(f"no such file: {path}") from exc
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno})") from exc
+    if isinstance(data, dict) and "privacy" in data and isinstance(data["privacy"], dict):
+        data = data["privacy"]  # a saved model file
+    if isinstance(data, dict) and "events" in data:
+        data = data["events"]
+    items = data if isinstance(data, list) else [data]
+    if not items:
+        raise UserError(f"{path} holds no events")
+    try:
+        events = [ev.from_dict(item) for item in items]
+    except (ValueError, TypeError, KeyError) as exc:
+        raise UserError(f"{path}: not a privacy event log ({exc})") from exc
+    return events[0] if len(events) == 1 else ev.Composed(events)
+
+
+def evaluate(event: ev.Event, delta: float, target_epsilon: float | None = None) -> list[dict]:
+    """ε (and δ at ``target_epsilon``) of ``event`` under every accountant that applies."""
+    rows = []
+    for name, accountant in (("pure", PureDPAccountant), ("rdp", RDPAccountant), ("zcdp", ZCDPAccountant)):
+        try:
+            acc = accountant().compose(event)
+            epsilon = acc.get_epsilon() if name == "pure" else acc.get_epsilon(delta)
+        except ValueError as exc:
+            rows.append({"accountant": name, "applies": False, "reason": str(exc)})
+            continue
+        row = {
+            "accountant": name,
+            "applies": True,
+            "epsilon": float(epsilon),
+            "delta": 0.0 if name == "pure" else delta,
+        }
+        if target_epsilon is not None:
+            row["delta_at_target"] = float(acc.get_delta(target_epsilon))
+        rows.append(row)
+    return rows
+
+
+def run(args) -> int:
+    if (args.events is None) == (args.mechanism is None):
+        raise UserError("give exactly one of --events FILE and --mechanism NAME")
+    if not 0.0 < args.delta < 1.0:
+        raise UserError(f"--delta must be in (0, 1), got {args.delta}")
+    try:
+        event = load_events(args.events) if args.events else _mechanism_event(args)
+        rows = evaluate(event, args.delta, args.target_epsilon)
+    except (ValueError, TypeError) as exc:
+        raise UserError(str(exc)) from exc
+    if args.json:
+        print(json.dumps({"event": event.to_dict(), "results": rows}, indent=2))
+        return 0
+    print(f"{'accountant':<11} {'epsilon':>12} {'delta':>10}" + ("  delta@target" if args.target_epsilon else ""))
+    for row in rows:
+        if not row["applies"]:
+            print(f"{row['accountant']:<11} {'n/a':>12}  ({row['reason']})")
+            continue
+        eps = row["epsilon"]
+        line = f"{row['accountant']:<11} {eps:>12.6g} {row['delta']:>10.3g}"
+        if args.target_epsilon is not None:
+            line += f"  {row['delta_at_target']:.3g}"
+        print(line if math.isfinite(eps) else line.replace("inf", "unbounded"))
+    return 0

@@ -1,0 +1,266 @@
+"""Noise calibration: from a privacy target to a noise scale.
+
+* :func:`calibrate_gaussian_sigma` — smallest Gaussian σ for T Poisson-subsampled
+  steps under the RDP accountant (the DP-SGD calibration).
+* :func:`analytic_gaussian_sigma`, :func:`gaussian_delta` — the exact (ε, δ)
+  curve of one Gaussian mechanism (Balle & Wang 2018, Thm 8).
+* :func:`calibrate_laplace_scale`, :func:`kuru2022_step_epsilon`,
+  :func:`kuru2022_laplace_scale` — pure ε-DP Laplace calibration with
+  amplification by subsampling (kuru2022 eqs. (3.3)–(3.5)).
+* :func:`liu2024_noise_sigma` — the sufficient noise level of liu2024 Theorem 1.
+
+Every function validates its arguments and names the offending one.
+"""
+
+from __future__ import annotations
+
+import math
+
+from scipy import optimize, special
+
+from .. import _validation as val
+from . import rdp
+
+__all__ = [
+    "calibrate_gaussian_sigma",
+    "analytic_gaussian_sigma",
+    "gaussian_delta",
+    "calibrate_laplace_scale",
+    "kuru2022_step_epsilon",
+    "kuru2022_laplace_scale",
+    "liu2024_noise_sigma",
+]
+
+# Search range for noise multipliers, and the relative tolerance of the root.
+_Z_MIN, _Z_MAX = 1e-4, 1e8
+_LOG_XTOL = 1e-12
+
+
+def _check_target_delta(delta) -> float:
+    delta = val._as_real("delta", delta)
+    if not 0.0 < delta < 1.0:
+        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+    return delta
+
+
+def _smallest_passing(passes, f, start: float, name: str) -> float:
+    """Smallest z in [_Z_MIN, _Z_MAX] with ``passes(z)``, for a monotone criterion.
+
+    ``f(log z)`` is a continuous decreasing function whose sign change marks the
+    boundary (f ≤ 0 ⇔ passes).  Brackets by doubling, then brentq in log z,
+    then steps up by the tolerance until the result verifiably passes.
+    """
+    lo = hi = min(max(start, _Z_MIN), _Z_MAX)
+    if passes(hi):
+        while lo > _Z_MIN and passes(lo):
+            hi, lo = lo, max(lo / 2.0, _Z_MIN)
+        if passes(lo):
+            raise ValueError(
+                f"the target is met even with {name} {_Z_MIN:g}; "
+                "delta is too large for this setting"
+            )
+    else:
+        while not passes(hi):
+            if hi >= _Z_MAX:
+                raise ValueError(
+                    f"the target is not reachable with {name} <= {_Z_MAX:g} (for RDP calibration, "
+                    "larger orders may help)"
+                )
+            lo, hi = hi, min(hi * 2.0, _Z_MAX)
+    u = optimize.brentq(f, math.log(lo), math.log(hi), xtol=_LOG_XTOL, rtol=4 * 2.0**-52)
+    z = math.exp(u)
+    for _ in range(64):
+        if passes(z):
+            return min(z, hi)
+        z *= 1.0 + 2.0 * _LOG_XTOL
+    return hi
+
+
+def calibrate_gaussian_sigma(
+    epsilon: float,
+    delta: float,
+    *,
+    steps: int = 1,
+    rate: float = 1.0,
+    sensitivity: float = 1.0,
+    orders=None,
+) -> float:
+    """Smallest noise std σ such that ``steps`` Poisson-subsampled Gaussian releases are (ε, δ)-DP.
+
+    The guarantee is the one :class:`~dpopt.privacy.rdp.RDPAccountant` reports
+    for ``SelfComposed(Subsampled(Gaussian(σ, sensitivity), rate), steps)``
+    (exact sampled-Gaussian RDP of Mironov, Talwar & Zhang 2019, converted by
+    :func:`~dpopt.privacy.rdp.rdp_to_epsilon`).  ε is non-increasing in σ, so a
+    bracket-then-brentq search in log σ finds the boundary to relative
+    tolerance ~1e-12; the returned σ is verified to meet the target.
+    """
+    epsilon = val.check_positive("epsilon", epsilon)
+    delta = _check_target_delta(delta)
+    steps = val.check_int("steps", steps, minimum=1)
+    rate = val.check_rate("rate", rate)
+    sensitivity = val.check_positive("sensitivity", sensitivity)
+    a = rdp._check_orders(orders)
+
+    def eps_of(z: float) -> float:
+        curve = steps * rdp.subsampled_gaussian_rdp(rate, z, a)
+        return rdp.rdp_to_epsilon(a, curve, delta)[0]
+
+    z = _smallest_passing(
+        lambda z: eps_of(z) <= epsilon,
+        lambda u: eps_of(math.exp(u)) - epsilon,
+        start=max(1.0, math.sqrt(2.0 * math.log(1.25 / delta)) * rate * math.sqrt(steps) / epsilon),
+        name="noise multiplier",
+    )
+    return z * sensitivity
+
+
+def _log_gaussian_delta(s: float, epsilon: float) -> float:
+    """log δ(ε) of the Gaussian mechanism with noise multiplier s (Balle & Wang 2018, Thm 8).
+
+    δ = Φ(1/(2s) − εs) − e^ε Φ(−1/(2s) − εs), computed as
+    log Φ(x₁) + log(−expm1(ε + log Φ(x₂) − log Φ(x₁))) so that it neither
+    overflows for large ε nor loses precision when δ is tiny.
+    """
+    x1 = 0.5 / s - epsilon * s
+    x2 = -0.5 / s - epsilon * s
+    log_phi1 = float(special.log_ndtr(x1))
+    d = epsilon + float(special.log_ndtr(x2)) - log_phi1
+    if d >= 0.0:
+        return -math.inf
+    return log_phi1 + math.log(-math.expm1(d))
+
+
+def gaussian_delta(sigma: float, epsilon: float, sensitivity: float = 1.0) -> float:
+    """Exact δ(ε) of one Gaussian mechanism N(0, σ²) on a query of L2 ``sensitivity`` Δ.
+
+    δ(ε) = Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ)  (Balle & Wang 2018, Thm 8):
+    the mechanism is (ε, δ)-DP iff δ ≥ this value.
+    """
+    sigma = val.check_positive("sigma", sigma)
+    epsilon = val.check_positive("epsilon", epsilon)
+    sensitivity = val.check_positive("sensitivity", sensitivity)
+    return math.exp(_log_gaussian_delta(sigma / sensitivity, epsilon))
+
+
+def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
+    """Smallest σ for which the Gaussian mechanism is (ε, δ)-DP: the analytic Gaussian mechanism.
+
+    Solves :func:`gaussian_delta` (σ) = δ by root finding in log σ (Balle &
+    Wang 2018, Algorithm 1 solves the same equation).  Valid for every ε > 0,
+    unlike the classic σ = Δ√(2 log(1.25/δ))/ε (Dwork & Roth 2014, Thm A.1),
+    which needs ε < 1 and is always larger.
+    """
+    epsilon = val.check_positive("epsilon", epsilon)
+    delta = _check_target_delta(delta)
+    sensitivity = val.check_positive("sensitivity", sensitivity)
+    log_delta = math.log(delta)
+    z = _smallest_passing(
+        lambda s: math.exp(_log_gaussian_delta(s, epsilon)) <= delta,
+        lambda u: max(_log_gaussian_delta(math.exp(u), epsilon), -1e300) - log_delta,
+        start=math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon,
+        name="noise multiplier",
+    )
+    return z * sensitivity
+
+
+def calibrate_laplace_scale(
+    epsilon: float, *, sensitivity: float, steps: int = 1, rate: float = 1.0
+) -> float:
+    """Laplace scale b such that ``steps`` subsampled Laplace releases compose to exactly ε-DP.
+
+    Each release must cost ε/T after amplification, so the per-release budget
+    is ε₀ = ln(1 + (e^{ε/T} − 1)/rate), the exact inverse of
+    :func:`~dpopt.privacy.pure.amplify_pure` (kuru2022 eq. (3.5) with
+    rate = m/n), and b = sensitivity/ε₀ (Laplace mechanism, kuru2022 Thm A.1).
+    ``sensitivity`` is the L1 sensitivity of the released (subsample) query.
+    """
+    epsilon = val.check_positive("epsilon", epsilon)
+    sensitivity = val.check_positive("sensitivity", sensitivity)
+    steps = val.check_int("steps", steps, minimum=1)
+    rate = val.check_rate("rate", rate)
+    per_step = epsilon / steps
+    eps0 = per_step if rate == 1.0 else math.log1p(math.expm1(per_step) / rate)
+    return sensitivity / eps0
+
+
+def _check_sizes(n, m) -> tuple[int, int]:
+    n = val.check_int("n", n, minimum=1)
+    m = val.check_int("m", m, minimum=1)
+    if m > n:
+        raise ValueError(f"m (subsample size) must be <= n (dataset size), got m={m}, n={n}")
+    return n, m
+
+
+def kuru2022_step_epsilon(epsilon: float, steps: int, n: int, m: int) -> float:
+    """kuru2022 eq. (3.5): ε₀ = ln[1 + (e^{ε/T} − 1)·n/m].
+
+    The per-iteration budget *before* amplification: a Laplace mechanism that is
+    ε₀-DP on a subsample of m of n records drawn without replacement is
+    ε/T-DP on the dataset (eq. (3.3), Thm A.3), so T iterations are ε-DP.
+    """
+    epsilon = val.check_positive("epsilon", epsilon)
+    steps = val.check_int("steps", steps, minimum=1)
+    n, m = _check_sizes(n, m)
+    if m == n:
+        return epsilon / steps
+    return math.log1p(math.expm1(epsilon / steps) * n / m)
+
+
+def kuru2022_laplace_scale(S1: float, epsilon: float, steps: int, n: int, m: int) -> float:
+    """kuru2022 eq. (3.4): b = S₁/(m ε₀) with ε₀ from :func:`kuru2022_step_epsilon`.
+
+    S₁ is the L1 sensitivity of one record's gradient (eq. (3.2)); the noise is
+    added to the minibatch *average*, whose sensitivity is S₁/m.
+    """
+    S1 = val.check_positive("S1", S1)
+    eps0 = kuru2022_step_epsilon(epsilon, steps, n, m)
+    return S1 / (m * eps0)
+
+
+def liu2024_noise_sigma(
+    epsilon: float,
+    delta0: float,
+    *,
+    lipschitz: float,
+    local_samples: int,
+    steps: int,
+    activation: float = 1.0,
+    check_steps: bool = True,
+) -> float:
+    """Noise std σ of liu2024 Theorem 1 (private distributed dual averaging).
+
+    σ = √(32 ι² L² T log(2/δ₀) / (q² ε²)), the equality case of
+    σ² ≥ 32 ι² L² T log(2/δ₀)/(q² ε²), with the paper's symbols:
+
+    * ε = ``epsilon`` ∈ (0, 1] — the target ε;
+    * δ₀ = ``delta0`` ∈ (0, 1] — the δ of each per-step Gaussian mechanism
+      (Lemma 4.1); the theorem's final δ is left unspecified;
+    * L = ``lipschitz`` — Lipschitz constant of each local loss (Assumption 3);
+      the per-step query sensitivity is 2L;
+    * q = ``local_samples`` — number of samples in each node's local dataset
+      (each active node draws one uniformly, Algorithm 1 step 6);
+    * T = ``steps`` — number of iterations;
+    * ι = ``activation`` ∈ (0, 1] — fraction of nodes active per step.
+
+    The theorem also requires T ≥ 5q²ε²/(4ι²); with ``check_steps`` (default)
+    a ``ValueError`` is raised when it fails.  As DESIGN.md notes, the δ this
+    noise actually gives should be reported by an RDP accountant of the
+    subsampled Gaussian with sensitivity 2L.
+    """
+    epsilon = val.check_positive("epsilon", epsilon)
+    if epsilon > 1.0:
+        raise ValueError(f"epsilon must be in (0, 1] for liu2024 Theorem 1, got {epsilon!r}")
+    delta0 = val._as_real("delta0", delta0)
+    if not 0.0 < delta0 <= 1.0:
+        raise ValueError(f"delta0 must be in (0, 1], got {delta0!r}")
+    L = val.check_positive("lipschitz", lipschitz)
+    q = val.check_int("local_samples", local_samples, minimum=1)
+    T = val.check_int("steps", steps, minimum=1)
+    iota = val.check_rate("activation", activation)
+    if check_steps and T < 5.0 * q * q * epsilon * epsilon / (4.0 * iota * iota):
+        raise ValueError(
+            f"steps must be >= 5 q^2 epsilon^2 / (4 iota^2) = "
+            f"{5.0 * q * q * epsilon * epsilon / (4.0 * iota * iota):.6g} for liu2024 Theorem 1, "
+            f"got {T} (pass check_steps=False to compute the noise level anyway)"
+        )
+    return math.sqrt(32.0 * iota**2 * L**2 * T * math.log(2.0 / delta0) / (q**2 * epsilon**2))
