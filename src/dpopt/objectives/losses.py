@@ -1,0 +1,393 @@
+"""Losses of linear models, vectorized over rows and over a batch of R parameter vectors.
+
+A linear model's per-example loss is ``f(w; x_i, y_i) = φ(x_iᵀw, y_i)``, so its
+per-example gradient is ``s_i x_i`` with the scalar coefficient
+``s_i = ∂φ/∂z (x_iᵀw, y_i)``.  Everything the algorithms need then costs one
+pass ``z = X w`` and one pass ``Xᵀ r``:
+
+* mean gradient: ``r = s / n``;
+* per-example gradient norms: ``|s_i|·‖x_i‖`` (row norms computed once per data set);
+* the sum of per-example gradients clipped to L2 norm ``C`` (chen2020 eq. (6)):
+  ``clip(s_i x_i, C) = sign(s_i)·min(|s_i|, C/‖x_i‖)·x_i``, i.e.
+  ``r_i = clip(s_i, −C/‖x_i‖, C/‖x_i‖)``.
+
+The two products are single BLAS calls; the elementwise work between them runs on
+column blocks of the ``(R, n)`` array sized to stay in cache (a loop over blocks
+of thousands of rows, never over rows).
+
+Margin losses (``φ(z, y) = ℓ(y z)`` with ``y ∈ {−1, +1}``) are given by the scalar
+function ``ℓ`` of the margin ``m = y xᵀw`` and its derivative ``dloss(m) = ℓ'(m)``:
+logistic (chen2020 §5.1, kuru2022 eq. (5.1)), hinge (chen2020 §5.1, liu2024 eq. (27))
+and the Huberized hinge of chen2020 §5.3.  The squared loss ``½(xᵀw − y)²`` takes
+real labels.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+
+import numpy as np
+from scipy.special import expit
+
+from .._validation import check_positive
+from . import bounds
+from ._arrays import check_xy_shapes, ensure_finite_result
+from .base import Loss, _scalar
+
+__all__ = [
+    "LinearLoss",
+    "MarginLoss",
+    "LogisticLoss",
+    "HingeLoss",
+    "HuberizedHingeLoss",
+    "SquaredLoss",
+    "get_loss",
+    "LOSSES",
+]
+
+#: Number of (repetition × row) entries processed per block: 2**15 float64 = 256 KiB,
+#: so that a block's temporaries stay in a core's L2 cache.
+_BLOCK_ENTRIES = 2**15
+_MIN_BLOCK_ROWS = 1024
+
+
+def _row_blocks(n: int, repetitions: int):
+    rows = max(_MIN_BLOCK_ROWS, _BLOCK_ENTRIES // max(repetitions, 1))
+    for start in range(0, n, rows):
+        yield slice(start, min(start + rows, n))
+
+
+def _row_norms(X, y, row_norms) -> np.ndarray:
+    """The given L2 row norms (shape-checked) or, without them, a pass over X."""
+    if row_norms is None:
+        return bounds.row_norms(X)
+    if np.shape(row_norms) != y.shape:
+        raise ValueError(f"row_norms must have shape {y.shape}, got {np.shape(row_norms)}")
+    return np.asarray(row_norms, dtype=float)
+
+
+def _accumulate(out: np.ndarray, r: np.ndarray, X: np.ndarray) -> None:
+    """``out += Xᵀ r`` (one GEMV for ``r`` of shape (n,), one GEMM for (R, n))."""
+    out += X.T @ r if r.ndim == 1 else r @ X
+
+
+class LinearLoss(Loss):
+    """``f(w; x, y) = φ(xᵀw, y)``: implement :meth:`phi` and :meth:`dphi`.
+
+    Class attributes describe the loss for the constants of
+    :mod:`dpopt.objectives.smoothness`: ``curvature_bound = sup φ''``,
+    ``curvature_lower = inf φ''`` and ``derivative_bound = sup |φ'|`` (so a
+    per-example gradient has L2 norm ≤ ``derivative_bound·‖x‖₂`` and L1 norm
+    ≤ ``derivative_bound·‖x‖₁``).
+    """
+
+    curvature_bound: float = np.inf
+    curvature_lower: float = 0.0
+    derivative_bound: float = np.inf
+
+    @abstractmethod
+    def phi(self, z, y) -> np.ndarray:
+        """Per-example loss as a function of the linear prediction ``z = xᵀw``."""
+
+    @abstractmethod
+    def dphi(self, z, y) -> np.ndarray:
+        """``∂φ/∂z`` (a subgradient where φ has a kink)."""
+
+    def _coefs(self, z, y) -> np.ndarray:
+        """``s = ∂φ/∂z`` from a temporary ``z`` (subclasses may overwrite ``z`` in place)."""
+        return self.dphi(z, y)
+
+    def _clipped_coefs(self, z, y, thresholds) -> np.ndarray:
+        """``clip(s, −t, t)``: coefficients of the clipped gradients (may overwrite ``z``)."""
+        s = self._coefs(z, y)
+        np.minimum(s, thresholds, out=s)
+        return np.maximum(s, -thresholds, out=s)
+
+    # -- the data passes ------------------------------------------------------------------
+    @staticmethod
+    def linear_predictions(w, X) -> np.ndarray:
+        """``z = X w``: ``(n,)`` for ``w`` ``(d,)``, ``(R, n)`` for ``w`` ``(R, d)``."""
+        return X @ w if w.ndim == 1 else w @ X.T
+
+    def _prepare(self, w, X, y):
+        X, y = check_xy_shapes(X, y)
+        return self._params(w, X), X, y
+
+    def per_example_grad_coefs(self, w, X, y) -> np.ndarray:
+        """The coefficients ``s_i`` with ``∇f_i = s_i x_i``: ``(n,)`` or ``(R, n)``.
+
+        ``per_example_grads(w, X, y) == coefs[..., None] * X`` without building it.
+        """
+        w, X, y = self._prepare(w, X, y)
+        return self._coefs(self.linear_predictions(w, X), y)
+
+    def per_example_values(self, w, X, y) -> np.ndarray:
+        """``φ(x_iᵀw, y_i)`` for every row: ``(n,)`` or ``(R, n)``."""
+        w, X, y = self._prepare(w, X, y)
+        return self.phi(self.linear_predictions(w, X), y)
+
+    def per_example_grads(self, w, X, y) -> np.ndarray:
+        """Dense per-example gradients ``s_i x_i``: ``(n, d)`` or ``(R, n, d)`` (memory n·d·R)."""
+        s = self.per_example_grad_coefs(w, X, y)
+        return s[..., None] * np.asarray(X)
+
+    def per_example_grad_norms(self, w, X, y, *, row_norms=None) -> np.ndarray:
+        """``‖∇f_i‖₂ = |s_i|·‖x_i‖₂`` without forming the gradients."""
+        rn = _row_norms(X, y, row_norms)
+        s = self.per_example_grad_coefs(w, X, y)
+        np.abs(s, out=s)
+        s *= rn
+        return s
+
+    def _reduce(self, w, X, y, coefs):
+        """``Xᵀ r`` with ``r = coefs(z)``, ``z = X w``: exactly two BLAS calls.
+
+        The elementwise work runs block by block on views of ``z`` (column blocks
+        of the ``(R, n)`` array), so its several passes stay in cache; the two
+        products stay single large BLAS calls (many small calls cost thread
+        wake-ups in a multi-threaded BLAS).
+        """
+        out = np.zeros(w.shape)
+        # Non-finite data show up in the result, which the callers check and explain.
+        with np.errstate(invalid="ignore", over="ignore"):
+            z = self.linear_predictions(w, X)
+            for sl in _row_blocks(X.shape[0], 1 if w.ndim == 1 else w.shape[0]):
+                zb = z[..., sl]
+                r = coefs(zb, sl)
+                if r is not zb:
+                    zb[...] = r
+            _accumulate(out, z, X)
+        return out
+
+    def grad(self, w, X, y) -> np.ndarray:
+        """Mean gradient ``Xᵀ s / n``: ``(d,)`` or ``(R, d)``."""
+        w, X, y = self._prepare(w, X, y)
+        out = self._reduce(w, X, y, lambda z, sl: self._coefs(z, y[sl]))
+        out /= X.shape[0]
+        ensure_finite_result(out, w=w, X=X, y=y)
+        return out
+
+    def value_and_grad(self, w, X, y):
+        """Mean loss and mean gradient from one pass ``X w`` and one pass ``Xᵀ s``."""
+        w, X, y = self._prepare(w, X, y)
+        z = self.linear_predictions(w, X)
+        value = self.phi(z, y).mean(axis=-1)
+        out = np.zeros(w.shape)
+        _accumulate(out, self._coefs(z, y), X)
+        out /= X.shape[0]
+        ensure_finite_result(out, w=w, X=X, y=y)
+        ensure_finite_result(value, w=w, X=X, y=y)
+        return _scalar(value), out
+
+    def clipped_grad_sum(self, w, X, y, clip, *, row_norms=None) -> np.ndarray:
+        """``Σ_i clip(∇f_i, C)`` (chen2020 eq. (6)) in one pass ``X w`` and one pass ``Xᵀ r``.
+
+        Each clipped per-example gradient has L2 norm ≤ C, so the sum has L2
+        sensitivity C under add/remove-one (2C under replace-one), see
+        :func:`~dpopt.objectives.bounds.clipped_grad_sum_sensitivity`.  Pass the
+        precomputed ``row_norms`` (L2 norms of the rows of X, e.g.
+        ``Objective.row_norms``) to avoid an extra pass over X.
+        """
+        w, X, y = self._prepare(w, X, y)
+        thr = bounds.clip_thresholds(_row_norms(X, y, row_norms), clip)
+        out = self._reduce(w, X, y, lambda z, sl: self._clipped_coefs(z, y[sl], thr[sl]))
+        ensure_finite_result(out, w=w, X=X, y=y)
+        return out
+
+    def clipped_mean_grad(self, w, X, y, clip, *, row_norms=None) -> np.ndarray:
+        """``(1/n) Σ_i clip(∇f_i, C)`` (chen2020 eq. (6))."""
+        return self.clipped_grad_sum(w, X, y, clip, row_norms=row_norms) / np.shape(X)[0]
+
+
+class MarginLoss(LinearLoss):
+    """``φ(z, y) = ℓ(y z)`` with labels ±1: implement :meth:`loss` and :meth:`dloss` of the margin.
+
+    ``ℓ`` is non-increasing with ``ℓ' ∈ [−1, 0]``, so per-example gradients have
+    ``‖∇f_i‖ ≤ ‖x_i‖`` in every norm and ``|s_i| = −ℓ'(m_i)``.
+    """
+
+    binary_labels = True
+    derivative_bound = 1.0
+
+    @abstractmethod
+    def loss(self, m) -> np.ndarray:
+        """``ℓ(m)`` of the margin ``m = y xᵀw``."""
+
+    @abstractmethod
+    def dloss(self, m) -> np.ndarray:
+        """``ℓ'(m)`` (a subgradient at kinks), in ``[−1, 0]``."""
+
+    def phi(self, z, y):
+        return self.loss(y * z)
+
+    def dphi(self, z, y):
+        return y * self.dloss(y * z)
+
+    def _coefs(self, z, y):
+        np.multiply(z, y, out=z)
+        g = self.dloss(z)
+        g *= y
+        return g
+
+    def _clipped_coefs(self, z, y, thresholds):
+        # s = y·ℓ'(m) with ℓ' ≤ 0, so clip(s, ±t) = −y·min(−ℓ'(m), t).
+        np.multiply(z, y, out=z)
+        g = self.dloss(z)
+        np.negative(g, out=g)
+        np.minimum(g, thresholds, out=g)
+        g *= -y
+        return g
+
+
+class LogisticLoss(MarginLoss):
+    """``ℓ(m) = log(1 + e^{−m})`` — chen2020 §5.1, kuru2022 eq. (5.1) (minimized, see DESIGN.md).
+
+    ``ℓ'(m) = −σ(−m)``, ``ℓ'' = σ(m)σ(−m) ≤ 1/4``.  Computed stably with
+    ``logaddexp`` and ``expit`` (no overflow for any finite margin).
+    """
+
+    name = "logistic"
+    curvature_bound = 0.25
+
+    def loss(self, m):
+        return np.logaddexp(0.0, -np.asarray(m, dtype=float))
+
+    def dloss(self, m):
+        return -expit(-np.asarray(m, dtype=float))
+
+    def _coefs(self, z, y):
+        # s = y·ℓ'(m) = −y·σ(−m), three in-place passes over the (R, block) array.
+        ny = -y
+        np.multiply(z, ny, out=z)
+        expit(z, out=z)
+        z *= ny
+        return z
+
+    def _clipped_coefs(self, z, y, thresholds):
+        # −y·min(σ(−m), t) with 4 in-place passes over the (R, block) array.
+        ny = -y
+        np.multiply(z, ny, out=z)  # −m
+        expit(z, out=z)  # σ(−m) = |s|
+        np.minimum(z, thresholds, out=z)
+        z *= ny
+        return z
+
+
+class HingeLoss(MarginLoss):
+    """``ℓ(m) = max(0, 1 − m)`` — the SVM loss of chen2020 §5.1 and liu2024 eq. (27).
+
+    Not differentiable at ``m = 1``; ``dloss`` returns the subgradient ``−1`` for
+    ``m < 1`` and ``0`` for ``m ≥ 1``.
+    """
+
+    name = "hinge"
+    smooth = False
+
+    def loss(self, m):
+        return np.maximum(0.0, 1.0 - np.asarray(m, dtype=float))
+
+    def dloss(self, m):
+        return -(np.asarray(m, dtype=float) < 1.0).astype(float)
+
+    def _coefs(self, z, y):
+        np.multiply(z, y, out=z)
+        return np.less(z, 1.0) * -y
+
+    def _clipped_coefs(self, z, y, thresholds):
+        np.multiply(z, y, out=z)
+        return np.less(z, 1.0) * (-y * np.minimum(thresholds, 1.0))
+
+
+class HuberizedHingeLoss(MarginLoss):
+    """The Huberized hinge loss of chen2020 §5.3 (baselines needing smoothness), ``h = 0.5``.
+
+    ::
+
+        ℓ(m) = 1 − m                    if m < 1 − h
+               (1 + h − m)² / (4h)      if |1 − m| ≤ h
+               0                        if m > 1 + h
+
+    ``ℓ'(m) = −clip((1 + h − m)/(2h), 0, 1)``, ``ℓ'' ≤ 1/(2h)``.
+    """
+
+    name = "huberized_hinge"
+
+    def __init__(self, h: float = 0.5):
+        self.h = check_positive("h", h)
+        self.curvature_bound = 1.0 / (2.0 * self.h)
+
+    def loss(self, m):
+        m = np.asarray(m, dtype=float)
+        h = self.h
+        quad = (1.0 + h - m) ** 2 / (4.0 * h)
+        return np.where(m < 1.0 - h, 1.0 - m, np.where(m > 1.0 + h, 0.0, quad))
+
+    def dloss(self, m):
+        m = np.asarray(m, dtype=float)
+        return -np.clip((1.0 + self.h - m) / (2.0 * self.h), 0.0, 1.0)
+
+    def _ramp(self, z, ny):
+        """``max((1 + h − m)/(2h), 0)`` in place, with ``(1 + h − m)/(2h) = (1 + h)/(2h) − z·y/(2h)``."""
+        h = self.h
+        np.multiply(z, ny / (2.0 * h), out=z)
+        z += (1.0 + h) / (2.0 * h)
+        return np.maximum(z, 0.0, out=z)
+
+    def _coefs(self, z, y):
+        ny = -y
+        t = self._ramp(z, ny)
+        np.minimum(t, 1.0, out=t)
+        t *= ny
+        return t
+
+    def _clipped_coefs(self, z, y, thresholds):
+        ny = -y
+        t = self._ramp(z, ny)
+        np.minimum(t, np.minimum(thresholds, 1.0), out=t)
+        t *= ny
+        return t
+
+    def __repr__(self) -> str:
+        return f"HuberizedHingeLoss(h={self.h!r})"
+
+
+class SquaredLoss(LinearLoss):
+    """``φ(z, y) = ½ (z − y)²`` with real labels (least squares; the quadratic of kuru2022 §3.2).
+
+    ``∂φ/∂z = z − y``; ``φ'' = 1``.  Gradients are unbounded unless the labels and
+    parameters are, so private use needs per-example clipping.
+    """
+
+    name = "squared"
+    curvature_bound = 1.0
+    curvature_lower = 1.0
+
+    def phi(self, z, y):
+        return 0.5 * (z - y) ** 2
+
+    def dphi(self, z, y):
+        return z - y
+
+
+#: Losses by name, for configuration files and the command line.
+LOSSES = {
+    "logistic": LogisticLoss,
+    "hinge": HingeLoss,
+    "huberized_hinge": HuberizedHingeLoss,
+    "huber_svm": HuberizedHingeLoss,
+    "squared": SquaredLoss,
+}
+
+
+def get_loss(name: str, **kwargs) -> LinearLoss:
+    """A loss by name: ``"logistic"``, ``"hinge"``, ``"huberized_hinge"``, ``"squared"``.
+
+    ``"huber_svm"`` is an alias of ``"huberized_hinge"``; a Loss instance is returned as is.
+    """
+    if isinstance(name, Loss):
+        return name
+    try:
+        cls = LOSSES[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"loss must be one of {sorted(LOSSES)}, got {name!r}") from None
+    return cls(**kwargs)
