@@ -72,7 +72,11 @@ def register(name: str, factory: Callable[[], AuditTarget] | None = None, *, des
 
 
 def get_target(name: str) -> AuditTarget:
-    """Build the registered target ``name`` (its ``name`` field set to the registry key)."""
+    """Build the registered target ``name``.
+
+    Its ``name`` and ``description`` are set from the registry, so that the
+    listing of ``dpopt audit --list`` and the audit report always agree.
+    """
     if name not in TARGETS:
         raise KeyError(f"unknown audit target {name!r}; known: {', '.join(sorted(TARGETS))}")
     target = TARGETS[name][0]()
@@ -80,7 +84,7 @@ def get_target(name: str) -> AuditTarget:
         raise TypeError(
             f"the factory of {name!r} returned {type(target).__name__}, not an AuditTarget"
         )
-    return replace(target, name=name, description=target.description or describe(name))
+    return replace(target, name=name, description=describe(name))
 
 
 def available() -> list[str]:
