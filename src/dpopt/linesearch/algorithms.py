@@ -1,0 +1,414 @@
+"""DP-BLSGD, DP-BLGD and DP-BLSGD-AC: private gradient descent with noisy backtracking line search.
+
+chen2020 Algorithm 2 (DP-BLSGD) with CHEB (Algorithm 3), its full-batch
+version DP-BLGD (§5.3: the budget increase of DP-AGD) and DP-BLSGD-AC (§4.4,
+clipping-threshold adaptation eq. (9)).  One loop implements all three
+(:func:`_descend`); they differ in the sampling rate and in what happens when
+a line search fails.
+
+Each outer iteration t (Algorithm 2):
+
+1. stop unless one noisy gradient *and* one line search still fit the budget
+   (a gradient that cannot be followed by a line search would be wasted);
+2. g̃_t ← noisy clipped gradient on a Poisson minibatch (lines 4–6);
+3. η ← NoisyBTLS(w_t, g̃_t) (line 10); while it fails (η = 0) and the budget
+   allows, enlarge the budget and retry (lines 9–20):
+
+   * DP-BLSGD: CHEB — a second noisy gradient, the angle test of eqs. (7)–(8)
+     decides whether ρ_grad or ε_BT grows by (1 + ξ), and the two gradients
+     are averaged (Algorithm 3);
+   * DP-BLGD: DP-AGD's increase — a fresh gradient with the extra budget ξρ_grad
+     averaged in by GradAvg, then ρ_grad and ε_BT grow by (1 + ξ);
+   * DP-BLSGD-AC: CHEB, and the first time in an iteration that CHEB enlarges
+     ρ_grad, C_grad and C_obj shrink by (1 − ζ) (eq. (9));
+
+4. on success w_{t+1} = w_t − η g̃_t and the angle average (7) is updated;
+5. intelligent backtracking: every τ iterations η₀ ← min{ς·max Ω, η₀} over the
+   steps Ω chosen since the last reset (§4.2).
+
+Privacy budget tracking (§4.3).  A :class:`~dpopt.privacy.Ledger` with the RDP
+accountant and the add/remove-one relation holds the total (ε, δ); every
+sub-routine is charged as its amplified event (Poisson ``Subsampled`` of the
+Gaussian gradient, Lemma 1, and of AboveThreshold, Theorems 2/3, amplified by
+Lemma 4 or the exact subsampled-Gaussian bound) *before* it runs, and it runs
+only if :meth:`~dpopt.privacy.Ledger.can_afford` says it fits at some order of
+the grid.  The run therefore never overspends, stops exactly when the next
+sub-routine fits at no order, and reports ``ledger.spent()``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+
+from .._validation import (
+    as_generator,
+    check_choice,
+    check_delta,
+    check_finite_array,
+    check_int,
+    check_open_unit,
+    check_positive,
+    check_rate,
+)
+from ..privacy import Ledger
+from ..result import DPResult
+from .cheb import AngleAverage, angle_between, cheb, gradient_average
+from .model import PrivateModel
+from .noisy_btls import NOISES, reset_initial_step
+from .oracle import LineSearchOracle
+
+__all__ = ["LineSearchHyper", "dp_blsgd", "dp_blgd", "dp_blsgd_ac", "METHODS"]
+
+_NOTES = (
+    "Renyi DP with Poisson subsampling (chen2020 Sec. 4.3): each sub-routine is charged as its "
+    "amplified event and runs only if it fits the (epsilon, delta) budget at some order of the "
+    "grid. The per-iteration budgets adapt to privately released gradients (CHEB); a Renyi "
+    "filter for such fully adaptive budgets (Feldman & Zrnic 2021) is proven for a single "
+    "order, so pass orders=[alpha] for that stronger form of the guarantee."
+)
+
+
+@dataclass(frozen=True)
+class LineSearchHyper:
+    """Hyper-parameters of DP-BLSGD / DP-BLGD / DP-BLSGD-AC (defaults: chen2020 §5.4).
+
+    Attributes
+    ----------
+    rate:
+        Poisson sampling rate q (§5.4: 0.1).  DP-BLGD always uses 1 (full batch).
+    c_grad:
+        Per-example gradient clipping threshold C_grad, eq. (6) (§5.4: 3).
+    c_obj:
+        Objective clipping threshold C_obj = Δ_q of the line-search queries (§5.4: 1).
+    planned_iterations:
+        The "50" of §5.4: ε_iter = ε/(2·planned_iterations) sets the initial budgets.
+    rho_grad:
+        Initial gradient budget ρ_grad (zCDP-style, RDP α·ρ_grad); default ε_iter²/2 (§5.4).
+    budget_bt:
+        Initial line-search budget: ε_BT for Laplace noise (default ε_iter, §5.4), ρ_BT
+        for Gaussian noise (default ε_iter²/2, the ρ of an ε_iter-DP release by Lemma 2).
+    noise:
+        NoisyBTLS noise, ``"laplace"`` (the variant of §5.6's figures) or ``"gaussian"``.
+    xi:
+        Budget increase rate ξ of CHEB / DP-AGD (§5.4: 0.3).
+    eta0:
+        Initial step η₀ of the line search.  §5.4 does not state it; 2.0 with
+        ``max_it`` = 15 and β = 0.8 spans steps 2.0 … 0.088.
+    alpha:
+        Armijo constant α of eq. (2) (§5.4: 0.5).
+    beta:
+        Backtracking factor β (§5.4: 0.8).
+    max_it:
+        Candidate steps per line search (Algorithm 1's max_it; not stated in §5.4).
+    tau:
+        Intelligent backtracking period τ in iterations (§5.4: 10).
+    varsigma:
+        Intelligent backtracking factor ς > 1 (§5.4: 1.2).
+    phi_max, phi_min:
+        Angle thresholds of eq. (8) (§5.4: 1.1 and 0.5).
+    psi:
+        Decay ψ of the angle moving average, eq. (7) (§5.4: 0.8).
+    zeta:
+        Clipping decrease rate ζ of eq. (9), DP-BLSGD-AC only (§5.4: 0.05).
+    lazy:
+        Evaluate line-search queries one at a time (AboveThresholdSession) rather
+        than all candidates in one product; same output distribution.
+    w0:
+        Data-independent starting point (default zeros; Algorithm 2 line 2 says
+        "randomly", which any public choice satisfies).
+    n_public:
+        Record count used to normalize sums (default ``model.n``, treated as
+        public as in DP-SGD); fix it when the data set size is itself sensitive.
+    orders:
+        Rényi orders of the ledger (default :data:`dpopt.privacy.DEFAULT_ORDERS`;
+        Lemma 4 covers integer orders only, the accountant's other bounds cover
+        the fractional ones).  A single order gives a Rényi filter (see notes).
+    max_iter:
+        Safety cap on outer iterations (the budget normally stops the run first).
+    trajectory:
+        Record F(w_t) on the full data after every iteration (non-private, for plots).
+    """
+
+    rate: float = 0.1
+    c_grad: float = 3.0
+    c_obj: float = 1.0
+    planned_iterations: int = 50
+    rho_grad: float | None = None
+    budget_bt: float | None = None
+    noise: str = "laplace"
+    xi: float = 0.3
+    eta0: float = 2.0
+    alpha: float = 0.5
+    beta: float = 0.8
+    max_it: int = 15
+    tau: int = 10
+    varsigma: float = 1.2
+    phi_max: float = 1.1
+    phi_min: float = 0.5
+    psi: float = 0.8
+    zeta: float = 0.05
+    lazy: bool = True
+    w0: np.ndarray | None = field(default=None, compare=False)
+    n_public: int | None = None
+    orders: tuple | None = None
+    max_iter: int = 1_000_000
+    trajectory: bool = False
+
+    def __post_init__(self):
+        check_rate("rate", self.rate)
+        check_positive("c_grad", self.c_grad)
+        check_positive("c_obj", self.c_obj)
+        check_int("planned_iterations", self.planned_iterations)
+        if self.rho_grad is not None:
+            check_positive("rho_grad", self.rho_grad)
+        if self.budget_bt is not None:
+            check_positive("budget_bt", self.budget_bt)
+        check_choice("noise", self.noise, NOISES)
+        check_positive("xi", self.xi)
+        check_positive("eta0", self.eta0)
+        check_open_unit("alpha", self.alpha)
+        check_open_unit("beta", self.beta)
+        check_int("max_it", self.max_it)
+        check_int("tau", self.tau)
+        if check_positive("varsigma", self.varsigma) <= 1.0:
+            raise ValueError(f"varsigma must be > 1, got {self.varsigma!r}")
+        if check_positive("phi_max", self.phi_max) <= 1.0:
+            raise ValueError(f"phi_max must be > 1, got {self.phi_max!r}")
+        check_open_unit("phi_min", self.phi_min)
+        check_open_unit("psi", self.psi)
+        check_open_unit("zeta", self.zeta)
+        check_int("max_iter", self.max_iter)
+        if self.n_public is not None:
+            check_int("n_public", self.n_public)
+        if self.orders is not None:
+            object.__setattr__(self, "orders", tuple(float(a) for a in np.atleast_1d(self.orders)))
+
+    @classmethod
+    def from_kwargs(cls, **hyper) -> LineSearchHyper:
+        """Build from keyword arguments, naming any unknown one."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(hyper) - known)
+        if unknown:
+            raise TypeError(f"unknown hyper-parameter(s) {unknown}; known: {sorted(known)}")
+        return cls(**hyper)
+
+    def initial_budgets(self, epsilon: float) -> tuple[float, float]:
+        """(ρ_grad, ε_BT or ρ_BT) at t = 0 from ε_iter = ε/(2·planned_iterations) (§5.4)."""
+        eps_iter = epsilon / (2.0 * self.planned_iterations)
+        rho = self.rho_grad if self.rho_grad is not None else 0.5 * eps_iter**2
+        if self.budget_bt is not None:
+            bt = self.budget_bt
+        else:
+            bt = eps_iter if self.noise == "laplace" else 0.5 * eps_iter**2
+        return rho, bt
+
+
+@dataclass
+class _Stats:
+    """Counters and logs of one run (returned in ``DPResult.info``)."""
+
+    gradients: int = 0
+    line_searches: int = 0
+    failures: int = 0
+    cheb: dict = field(default_factory=lambda: {"gradient": 0, "line_search": 0, "none": 0})
+    budget_increases: int = 0
+    steps: list = field(default_factory=list)
+    events_per_iteration: list = field(default_factory=list)
+    clip_history: list = field(default_factory=list)
+    trajectory: list = field(default_factory=list)
+
+
+def _check_model(model) -> PrivateModel:
+    if not isinstance(model, PrivateModel):
+        raise TypeError(
+            "model must be a dpopt.linesearch.PrivateModel (e.g. LinearModel), "
+            f"got {type(model).__name__}"
+        )
+    return model
+
+
+def _start(model: PrivateModel, hyper: LineSearchHyper) -> np.ndarray:
+    if hyper.w0 is None:
+        return model.initial_params()
+    w0 = check_finite_array("w0", hyper.w0, ndim=1)
+    if w0.shape != (model.dim,):
+        raise ValueError(f"w0 must have shape ({model.dim},), got {w0.shape}")
+    return w0.copy()
+
+
+def _descend(model, epsilon, delta, rng, hyper: LineSearchHyper, *, method: str, rate: float,
+             increase: str, adaptive_clipping: bool) -> DPResult:
+    """The loop shared by the three methods (see the module docstring)."""
+    model = _check_model(model)
+    epsilon = check_positive("epsilon", epsilon)
+    delta = check_delta("delta", delta)
+    if delta == 0.0:
+        raise ValueError(
+            "delta must be in (0, 1): the RDP accounting of chen2020 §4.3 needs delta > 0"
+        )
+    rng = as_generator(rng)
+    ledger = Ledger(epsilon, delta, "rdp", relation="add_remove", orders=hyper.orders)
+    oracle = LineSearchOracle(model, ledger=ledger, rng=rng, rate=rate, c_grad=hyper.c_grad,
+                              c_obj=hyper.c_obj, noise=hyper.noise, lazy=hyper.lazy,
+                              n_public=hyper.n_public)
+    rho, bt = hyper.initial_budgets(epsilon)
+    rho0, bt0 = rho, bt
+    w = _start(model, hyper)
+    angles = AngleAverage(hyper.psi)
+    previous = None
+    eta0, omega = hyper.eta0, []
+    stats = _Stats()
+    stop, t = "max_iter", 0
+    search = {"alpha": hyper.alpha, "beta": hyper.beta, "max_it": hyper.max_it}
+
+    while t < hyper.max_iter:
+        if not oracle.can_afford(oracle.gradient_event(rho), oracle.line_search_event(bt)):
+            stop = "budget"
+            break
+        charged_before = stats.gradients + stats.line_searches  # one event per release
+        g = oracle.noisy_gradient(w, rho)
+        stats.gradients += 1
+        eta, shrunk = 0.0, False
+        while True:  # the check above covers the first search; later ones are checked below
+            eta = oracle.line_search(w, g, eta0=eta0, budget=bt, **search)
+            stats.line_searches += 1
+            if eta > 0.0:
+                break
+            stats.failures += 1
+            if increase == "cheb":
+                if not oracle.can_afford(oracle.gradient_event(rho)):
+                    break
+                g2 = oracle.noisy_gradient(w, rho)
+                stats.gradients += 1
+                out = cheb(g, g2, rho_grad=rho, budget_bt=bt, xi=hyper.xi, theta_bar=angles.value,
+                           phi_max=hyper.phi_max, phi_min=hyper.phi_min)
+                rho, bt, g = out.rho_grad, out.budget_bt, out.gradient
+                stats.cheb[out.action] += 1
+                if adaptive_clipping and out.action == "gradient" and not shrunk:
+                    oracle.shrink_clipping(hyper.zeta)
+                    shrunk = True
+                    stats.clip_history.append((t, oracle.c_grad, oracle.c_obj))
+            else:  # DP-AGD (Lee & Kifer 2018): measure the extra budget ξρ and average it in
+                extra = hyper.xi * rho
+                if not oracle.can_afford(oracle.gradient_event(extra)):
+                    break
+                g2 = oracle.noisy_gradient(w, extra)
+                stats.gradients += 1
+                g = gradient_average(g, rho, g2, extra)
+                rho, bt = rho + extra, (1.0 + hyper.xi) * bt
+                stats.budget_increases += 1
+            if not oracle.can_afford(oracle.line_search_event(bt)):
+                break
+        if eta > 0.0:
+            w = w - eta * g
+            if previous is not None:
+                angles.update(angle_between(g, previous))
+            previous = g
+            omega.append(eta)
+            stats.steps.append(eta)
+        t += 1
+        stats.events_per_iteration.append(stats.gradients + stats.line_searches - charged_before)
+        if t % hyper.tau == 0:
+            eta0, omega = reset_initial_step(eta0, omega, hyper.varsigma), []
+        if hyper.trajectory:
+            stats.trajectory.append(model.value(w))
+
+    info = {
+        "stop": stop,
+        "updates": len(stats.steps),
+        "steps": np.array(stats.steps),
+        "gradients": stats.gradients,
+        "line_searches": stats.line_searches,
+        "line_search_failures": stats.failures,
+        "cheb_actions": dict(stats.cheb),
+        "budget_increases": stats.budget_increases,
+        "events_per_iteration": np.array(stats.events_per_iteration, dtype=int),
+        "rho_grad_initial": rho0,
+        "rho_grad": rho,
+        "budget_bt_initial": bt0,
+        "budget_bt": bt,
+        "noise": hyper.noise,
+        "eta0": eta0,
+        "theta_bar": angles.value,
+        "rate": rate,
+        "expected_batch_size": oracle.weight,
+        "c_grad": oracle.c_grad,
+        "c_obj": oracle.c_obj,
+        "clip_history": list(stats.clip_history),
+    }
+    trajectory = np.array(stats.trajectory) if hyper.trajectory else None
+    return DPResult.from_ledger(ledger, x=w, fun=model.value(w), method=method, nit=t,
+                                trajectory=trajectory, info=info, guarantee="exact", notes=_NOTES)
+
+
+def dp_blsgd(model: PrivateModel, *, epsilon: float, delta: float, rng=None, **hyper) -> DPResult:
+    """DP-BLSGD: minibatch private gradient descent with NoisyBTLS and CHEB (chen2020 Algorithm 2).
+
+    ``model`` is a :class:`~dpopt.linesearch.model.PrivateModel` (e.g.
+    :class:`~dpopt.linesearch.model.LinearModel`); (``epsilon``, ``delta``) the
+    total budget of the RDP ledger (add/remove-one); ``rng`` a Generator, seed
+    or None.  Keyword hyper-parameters are the fields of
+    :class:`LineSearchHyper` (defaults of §5.4: q = 0.1, C_grad = 3, C_obj = 1,
+    ξ = 0.3, α = 0.5, β = 0.8, τ = 10, ς = 1.2, φ_max = 1.1, φ_min = 0.5,
+    ψ = 0.8, Laplace NoisyBTLS, initial budgets from ε_iter = ε/100).
+
+    Returns a :class:`~dpopt.result.DPResult` with ``method="dp-blsgd"``, ``x``
+    the last iterate, ``fun`` = F(x) on the full data (non-private, for
+    reporting) and ``info`` holding the budgets (initial and final), the
+    chosen steps, the line-search failures, the CHEB decisions and the
+    clipping thresholds.
+    """
+    h = LineSearchHyper.from_kwargs(**hyper)
+    return _descend(model, epsilon, delta, rng, h, method="dp-blsgd", rate=h.rate,
+                    increase="cheb", adaptive_clipping=False)
+
+
+def dp_blsgd_ac(model: PrivateModel, *, epsilon: float, delta: float, rng=None,
+                **hyper) -> DPResult:
+    """DP-BLSGD-AC: DP-BLSGD with clipping-threshold adaptation (chen2020 §4.4, eq. (9)).
+
+    As :func:`dp_blsgd`; in addition, the first time within an SGD update that
+    CHEB enlarges ρ_grad (Algorithm 3, line 8), C_grad and C_obj are multiplied
+    by (1 − ζ) (``zeta``, §5.4: 0.05).  The decision uses only released values,
+    so it costs no privacy; the noise multiplier σ/C_grad is unchanged, so the
+    RDP of each step is too.  ``info["clip_history"]`` lists
+    (iteration, C_grad, C_obj) after every decrease.
+    """
+    h = LineSearchHyper.from_kwargs(**hyper)
+    return _descend(model, epsilon, delta, rng, h, method="dp-blsgd-ac", rate=h.rate,
+                    increase="cheb", adaptive_clipping=True)
+
+
+def dp_blgd(model: PrivateModel, *, epsilon: float, delta: float, rng=None, **hyper) -> DPResult:
+    """DP-BLGD: full-batch DP-BLSGD with the budget increase of DP-AGD (chen2020 §5.3).
+
+    Every gradient and line search uses all n records (no subsampling, so no
+    amplification).  When NoisyBTLS fails, a fresh gradient is measured with
+    the extra budget ξ·ρ_grad and combined with the current one by GradAvg
+    (Lee & Kifer 2018), after which ρ_grad ← (1 + ξ)ρ_grad and
+    ε_BT ← (1 + ξ)ε_BT, and the line search is retried.  Hyper-parameters as
+    :func:`dp_blsgd` except ``rate`` (always 1); the CHEB thresholds
+    (``phi_max``, ``phi_min``) and ``zeta`` are unused.
+    """
+    if "rate" in hyper:
+        raise TypeError("dp_blgd is full batch: it takes no 'rate' (use dp_blsgd for minibatches)")
+    h = LineSearchHyper.from_kwargs(**hyper)
+    return _descend(model, epsilon, delta, rng, h, method="dp-blgd", rate=1.0,
+                    increase="agd", adaptive_clipping=False)
+
+
+def _document_hyper_parameters(*functions) -> None:
+    """Append the field documentation of :class:`LineSearchHyper` to each function's docstring."""
+    fields_doc = LineSearchHyper.__doc__.split("----------\n", 1)[1].rstrip()
+    for fn in functions:
+        fn.__doc__ = (fn.__doc__.rstrip() + "\n\n    Keyword hyper-parameters (:class:`LineSearchHyper`)\n"
+                      "    -------------------------------------------------\n" + fields_doc + "\n")
+
+
+_document_hyper_parameters(dp_blsgd, dp_blsgd_ac, dp_blgd)
+
+#: The three methods by their result names (for the registry).
+METHODS = {"dp-blsgd": dp_blsgd, "dp-blgd": dp_blgd, "dp-blsgd-ac": dp_blsgd_ac}
+

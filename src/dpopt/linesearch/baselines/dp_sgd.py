@@ -1,0 +1,142 @@
+"""DP-SGD (Abadi et al. 2016, "Deep learning with differential privacy", Algorithm 1): chen2020 ref. [5].
+
+Each of T steps draws a Poisson minibatch at rate q, sums the per-example
+gradients clipped to L2 norm C (chen2020 eq. (6)), adds N(0, σ²I) and divides
+by the expected batch size q·n (the "lot size" L of Abadi et al.; the
+realized |B| is data-dependent under Poisson sampling), then takes a step
+of fixed size η on that noisy gradient plus the public regularizer gradient.
+
+Accounting: σ is the smallest noise for which T Poisson-subsampled Gaussian
+releases of sensitivity C are (ε, δ)-DP under the RDP accountant
+(:func:`dpopt.privacy.calibration.calibrate_gaussian_sigma`, the "moments
+accountant" of Abadi et al. in its exact sampled-Gaussian form of Mironov,
+Talwar & Zhang 2019); every step is charged to an RDP :class:`Ledger` as
+``Subsampled(Gaussian(σ, C), q, "poisson")`` by the sampler that drew the batch.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..._validation import as_generator, check_int, check_positive, check_rate
+from ...privacy import Ledger, PoissonSampler
+from ...privacy import mechanisms as mech
+from ...privacy.calibration import calibrate_gaussian_sigma
+from ...result import DPResult
+from ._common import Hyper, check_budget, check_private_model, start_point
+
+__all__ = ["DPSGDHyper", "dp_sgd", "default_step"]
+
+
+@dataclass(frozen=True)
+class DPSGDHyper(Hyper):
+    """Hyper-parameters of :func:`dp_sgd`.
+
+    Attributes
+    ----------
+    rate:
+        Poisson sampling rate q (chen2020 §5.4: 0.1 for every gradient method).
+    c_grad:
+        Per-example gradient clipping threshold C (§5.4: 3).
+    steps:
+        Number of steps T, fixed in advance (100 = 10 expected epochs at q = 0.1).
+    lr:
+        Constant step size η.  Default (linear models only): the classic 1/L
+        with the data-independent bound L = c·R² + μ, c = sup ℓ'' of the loss
+        and R = ``data_norm`` (logistic: L = 1/4 + μ, Huberized hinge with
+        h = 0.5: L = 1 + μ).  Required for other models.
+    data_norm:
+        The row-norm bound R used only for the default step size (the privacy
+        guarantee does not depend on it: clipping bounds every gradient).
+    w0:
+        Public starting point (default zeros).
+    orders:
+        Rényi orders of the ledger and of the calibration (default
+        :data:`dpopt.privacy.DEFAULT_ORDERS`).
+    trajectory:
+        Record F(w_t) on the full data after every step (non-private, for plots).
+    """
+
+    rate: float = 0.1
+    c_grad: float = 3.0
+    steps: int = 100
+    lr: float | None = None
+    data_norm: float = 1.0
+    w0: np.ndarray | None = None
+    orders: tuple | None = None
+    trajectory: bool = False
+
+    def __post_init__(self):
+        check_rate("rate", self.rate)
+        check_positive("c_grad", self.c_grad)
+        check_int("steps", self.steps)
+        if self.lr is not None:
+            check_positive("lr", self.lr)
+        check_positive("data_norm", self.data_norm)
+        if self.orders is not None:
+            object.__setattr__(self, "orders", tuple(float(a) for a in np.atleast_1d(self.orders)))
+
+
+@functools.lru_cache(maxsize=512)
+def _calibrated_sigma(epsilon: float, delta: float, steps: int, rate: float, c_grad: float,
+                      orders: tuple | None) -> float:
+    """σ of :func:`calibrate_gaussian_sigma`, memoized (a pure function; experiments repeat it)."""
+    return calibrate_gaussian_sigma(epsilon, delta, steps=steps, rate=rate, sensitivity=c_grad,
+                                    orders=orders)
+
+
+def default_step(model, data_norm: float = 1.0) -> float:
+    """η = 1/L with L = c·R² + μ from the loss's curvature bound c (public constants only)."""
+    curvature = getattr(getattr(model, "loss", None), "curvature_bound", math.inf)
+    if not math.isfinite(curvature):
+        raise ValueError(
+            "lr is required: the model's loss has no finite curvature bound for the default 1/L step"
+        )
+    return 1.0 / (curvature * check_positive("data_norm", data_norm) ** 2 + model.l2)
+
+
+def dp_sgd(model, *, epsilon: float, delta: float, rng=None, **hyper) -> DPResult:
+    """DP-SGD with Poisson sampling and RDP accounting (Abadi et al. 2016, Algorithm 1).
+
+    ``model`` is a :class:`~dpopt.linesearch.model.PrivateModel`; the step is
+
+        w_{t+1} = w_t − η·[(Σ_{i∈B_t} clip(∇f_i(w_t), C) + N(0, σ²I))/(q n) + ∇r(w_t)],
+
+    B_t a Poisson sample at rate q.  (``epsilon``, ``delta``) is the total
+    budget of an RDP ledger under add/remove-one; ``rng`` a Generator, seed or
+    None.  Hyper-parameters: the fields of :class:`DPSGDHyper`.  Returns the
+    last iterate as a :class:`~dpopt.result.DPResult` (``method="dp-sgd"``)
+    whose ledger holds the T charged events; ``info["sigma"]`` is σ and
+    ``info["noise_multiplier"]`` σ/C.
+    """
+    model = check_private_model(model)
+    epsilon, delta = check_budget(epsilon, delta, need_delta=True)
+    h = DPSGDHyper.from_kwargs(**hyper)
+    rng = as_generator(rng)
+    ledger = Ledger(epsilon, delta, "rdp", relation="add_remove", orders=h.orders)
+    lr = h.lr if h.lr is not None else default_step(model, h.data_norm)
+    sigma = _calibrated_sigma(epsilon, delta, h.steps, h.rate, h.c_grad, h.orders)
+    sampler = PoissonSampler(h.rate)
+    weight = h.rate * model.n
+    w = start_point(model, h.w0)
+    trajectory = []
+    for _ in range(h.steps):
+        batch = sampler.indices(model.n, rng)
+        total, _ = model.per_example_clipped_grad_sum(w, batch, h.c_grad)
+        noisy = mech.gaussian(total, sensitivity=h.c_grad, sigma=sigma, ledger=ledger, rng=rng,
+                              sampler=sampler)
+        w = w - lr * (noisy / weight + model.regularizer_grad(w))
+        if h.trajectory:
+            trajectory.append(model.value(w))
+    info = {"sigma": sigma, "noise_multiplier": sigma / h.c_grad, "rate": h.rate,
+            "expected_batch_size": weight, "steps": h.steps, "lr": lr, "c_grad": h.c_grad}
+    return DPResult.from_ledger(
+        ledger, x=w, fun=model.value(w), method="dp-sgd", nit=h.steps,
+        trajectory=np.array(trajectory) if h.trajectory else None, info=info, guarantee="exact",
+        notes="RDP of the Poisson-subsampled Gaussian mechanism (Mironov, Talwar & Zhang 2019) "
+              "converted to (epsilon, delta); the data set size n is treated as public.",
+    )

@@ -1,0 +1,128 @@
+"""Output perturbation (Chaudhuri, Monteleoni & Sarwate 2011, JMLR, Algorithm 1; chen2020 ref. [16]).
+
+Release w* + b where w* = argmin J(w), J(w) = (1/n) Σ ℓ(y_i wᵀx_i) + (Λ/2)‖w‖².
+For |ℓ'| ≤ 1 and rows ‖x_i‖₂ ≤ R (enforced by projection) the minimizer has
+L2 sensitivity 2R/(nΛ) under replace-one (Corollary 8 with R = 1: 2/(nΛ)).
+
+The solver returns a point x̂ with ‖∇J(x̂)‖₂ ≤ tol, so ‖x̂ − w*‖ ≤ tol/Λ on
+*both* neighbours (strong convexity); the released point therefore has
+sensitivity at most Δ₂ = 2R/(nΛ) + 2·tol/Λ, which is what is charged (with
+tol = 1e-7 it adds 0.4 % for n = 44,000, Λ = 0.001).  If the solver cannot certify
+``tol`` nothing is released (``RuntimeError``).
+
+Noise, through :mod:`dpopt.privacy.mechanisms`:
+
+* ``noise="laplace"`` — density ∝ exp(−ε‖b‖/Δ₂) (Algorithm 1, vector
+  Laplace): pure ε-DP, charged as ``VectorLaplace(Δ₂/ε, Δ₂)`` on a pure ledger;
+* ``noise="gaussian"`` — N(0, σ²I) with the smallest σ that the RDP
+  accountant certifies as (ε, δ)-DP for one release
+  (:func:`~dpopt.privacy.calibration.calibrate_gaussian_sigma`), charged as
+  ``Gaussian(σ, Δ₂)`` on an RDP ledger.
+
+The default is Gaussian when δ > 0 (its noise norm grows like √d instead of d).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..._validation import as_generator, check_choice, check_positive
+from ...privacy import Ledger
+from ...privacy import mechanisms as mech
+from ...privacy.calibration import calibrate_gaussian_sigma
+from ...result import DPResult
+from ._common import Hyper, check_budget, check_margin_model, solve_erm, unit_ball_model
+
+__all__ = ["OutPertHyper", "outpert_sensitivity", "output_perturbation"]
+
+NOISES = ("auto", "laplace", "gaussian")
+
+
+@dataclass(frozen=True)
+class OutPertHyper(Hyper):
+    """Hyper-parameters of :func:`output_perturbation`.
+
+    Attributes
+    ----------
+    noise:
+        ``"auto"`` (Gaussian if δ > 0, else Laplace), ``"laplace"`` or ``"gaussian"``.
+    data_norm:
+        R, the declared bound ‖x_i‖₂ ≤ R; rows beyond it are projected onto the ball.
+    tol:
+        Certified solver tolerance on ‖∇J‖₂ (adds 2·tol/Λ to the sensitivity).
+    x0:
+        Starting point of the solver (default zeros).  Any point may be used,
+        even a data-dependent one such as the non-private solution: the
+        released point is certified to be within tol/Λ of the exact minimizer
+        whatever the start, which is all the privacy argument uses.
+    """
+
+    noise: str = "auto"
+    data_norm: float = 1.0
+    tol: float = 1e-7
+    x0: np.ndarray | None = None
+
+    def __post_init__(self):
+        check_choice("noise", self.noise, NOISES)
+        check_positive("data_norm", self.data_norm)
+        check_positive("tol", self.tol)
+
+
+def outpert_sensitivity(*, n: int, reg: float, data_norm: float = 1.0, lipschitz: float = 1.0,
+                        tol: float = 0.0) -> float:
+    """Δ₂ = 2·L·R/(nΛ) + 2·tol/Λ: Chaudhuri et al. 2011 Corollary 8 plus the solver's certificate.
+
+    ``lipschitz`` is L ≥ sup|ℓ'| (1 for logistic and hinge-type losses), ``reg`` Λ.
+    """
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    reg = check_positive("reg", reg)
+    data_norm = check_positive("data_norm", data_norm)
+    lipschitz = check_positive("lipschitz", lipschitz)
+    if tol < 0:
+        raise ValueError(f"tol must be >= 0, got {tol}")
+    return 2.0 * lipschitz * data_norm / (n * reg) + 2.0 * tol / reg
+
+
+def output_perturbation(model, *, epsilon: float, delta: float = 0.0, rng=None, **hyper) -> DPResult:
+    """OUTPERT: the regularized ERM minimizer plus noise scaled to its sensitivity (Chaudhuri et al. 2011).
+
+    ``model`` is a :class:`~dpopt.linesearch.model.LinearModel` with a margin
+    loss (|ℓ'| ≤ 1) and ``l2`` = Λ > 0.  Replace-one relation.  Laplace
+    noise gives ε-DP (δ unused); Gaussian noise needs δ > 0.  Hyper-parameters:
+    the fields of :class:`OutPertHyper`; ``info`` holds Δ₂, the noise scale and
+    the solver's certificate.
+    """
+    model = check_margin_model(model, "outpert")
+    h = OutPertHyper.from_kwargs(**hyper)
+    epsilon, delta = check_budget(epsilon, delta, need_delta=False)
+    noise = h.noise if h.noise != "auto" else ("gaussian" if delta > 0 else "laplace")
+    if noise == "gaussian" and delta == 0.0:
+        raise ValueError("delta must be in (0, 1) for noise='gaussian'; use noise='laplace' for delta = 0")
+    rng = as_generator(rng)
+    projected, moved = unit_ball_model(model, h.data_norm)
+    sol = solve_erm(projected, tol=h.tol, x0=h.x0)
+    if sol.grad_norm > h.tol:
+        raise RuntimeError(
+            f"the solver reached ||grad|| = {sol.grad_norm:.3g} > tol = {h.tol:g}; nothing was released "
+            "(raise tol: the sensitivity grows by 2 tol/l2)"
+        )
+    sensitivity = outpert_sensitivity(n=model.n, reg=model.l2, data_norm=h.data_norm,
+                                      lipschitz=model.loss.derivative_bound, tol=h.tol)
+    if noise == "laplace":
+        ledger = Ledger(epsilon, 0.0, "pure", relation="replace_one")
+        x = mech.vector_laplace(sol.x, sensitivity=sensitivity, epsilon=epsilon, ledger=ledger, rng=rng)
+        scale = sensitivity / epsilon
+    else:
+        ledger = Ledger(epsilon, delta, "rdp", relation="replace_one")
+        scale = calibrate_gaussian_sigma(epsilon, delta, steps=1, rate=1.0, sensitivity=sensitivity)
+        x = mech.gaussian(sol.x, sensitivity=sensitivity, sigma=scale, ledger=ledger, rng=rng)
+    info = {"noise": noise, "sensitivity": sensitivity, "noise_scale": scale, "rows_projected": moved,
+            "grad_norm": sol.grad_norm, "solver_iterations": sol.nit}
+    return DPResult.from_ledger(
+        ledger, x=x, fun=model.value(x), method="outpert", nit=sol.nit, info=info, guarantee="exact",
+        notes="replace-one relation (Chaudhuri et al. 2011, Cor. 8); the sensitivity includes the "
+              "solver's certified distance to the exact minimizer.",
+    )
