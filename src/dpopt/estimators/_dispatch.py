@@ -1,0 +1,73 @@
+"""Fit a private linear classifier with any optimizer of the accelerated or linesearch families.
+
+The estimators hand over data that already satisfy ‖x_i‖₂ ≤ 1 (rows clipped
+and scaled by the estimator, intercept column included) and labels ±1; this
+module turns the method name into the family's call with public constants
+derived from that bound only, never from the data.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..objectives import L2, Objective, get_loss
+from ..result import DPResult
+
+__all__ = ["ACCELERATED", "LINESEARCH", "METHODS", "fit_linear", "needs_delta"]
+
+#: kuru2022 methods: pure ε-DP (δ = 0), replace-one relation.
+ACCELERATED = ("dp-gd", "dp-hb", "dp-nag", "dp-nag-opt", "dp-masg", "dp-masg-opt")
+#: chen2020 methods and their baselines: (ε, δ)-DP with δ > 0 except the pure ones below.
+LINESEARCH = ("dp-blsgd", "dp-blgd", "dp-blsgd-ac", "dp-sgd", "dp-agd", "objpert", "outpert")
+METHODS = ACCELERATED + LINESEARCH
+
+# Line-search-family methods that are pure ε-DP and run with delta = 0.
+_PURE_LINESEARCH = ("objpert", "outpert")
+
+
+def needs_delta(method: str) -> bool:
+    """Whether ``method`` gives (ε, δ)-DP with δ > 0 (and so needs ``delta > 0``)."""
+    return method in LINESEARCH and method not in _PURE_LINESEARCH
+
+
+def _smoothness(loss: str, regularization: float) -> float:
+    """Public L for rows with ‖x‖₂ ≤ 1: sup φ'' (¼ logistic, 1/(2h) Huberized hinge) plus μ."""
+    return get_loss(loss).curvature_bound + regularization
+
+
+def fit_linear(
+    method: str,
+    loss: str,
+    X: np.ndarray,
+    y: np.ndarray,
+    *,
+    epsilon: float,
+    delta: float,
+    regularization: float,
+    rng: np.random.Generator,
+    params: dict,
+) -> DPResult:
+    """Run ``method`` on F(w) = mean loss(xᵀw, y) + (μ/2)‖w‖² with μ = ``regularization``."""
+    if method in ACCELERATED:
+        d = X.shape[1]
+        objective = Objective(loss, X, y, L2(regularization / 2.0))
+        options = {
+            "iterations": 100,
+            "L": _smoothness(loss, regularization),
+            "mu": regularization,
+            # ‖x‖₁ ≤ √d ‖x‖₂ ≤ √d: the public L1 bound kuru2022 eq. (5.2) needs.
+            "feature_bound": math.sqrt(d),
+        }
+        options.update(params)
+        from .. import accelerated
+
+        return accelerated.minimize(objective, np.zeros(d), epsilon, method, rng=rng, **options)
+    if method in LINESEARCH:
+        from ..linesearch import registry
+        from ..linesearch.model import LinearModel
+
+        model = LinearModel(loss, X, y, l2=regularization)
+        return registry.fit(method, model, epsilon=epsilon, delta=delta, rng=rng, **params)
+    raise ValueError(f"method must be one of {list(METHODS)}, got {method!r}")

@@ -1,0 +1,130 @@
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV, train_test_split
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import MinMaxScaler
+
+from dpopt.estimators import DPHuberSVC, DPLogisticRegression, PrivacyBudgetWarning, PrivacyLeakWarning
+from dpopt.privacy import PureDPAccountant, RDPAccountant
+
+D = 10
+
+
+@pytest.fixture(scope="module")
+def data():
+    """A linearly separable-with-noise problem large enough for private fits at epsilon = 2."""
+    rng = np.random.default_rng(0)
+    X = rng.random((6000, D))
+    w = rng.standard_normal(D)
+    margin = (X - 0.5) @ w
+    y = np.where(margin + 0.1 * rng.standard_normal(6000) > 0, "yes", "no")
+    return train_test_split(X, y, test_size=0.3, random_state=0)
+
+
+@pytest.mark.parametrize(
+    "method, delta",
+    [
+        ("dp-nag-opt", 0.0),
+        ("dp-gd", 0.0),
+        ("outpert", 0.0),
+        ("dp-blsgd", 1e-6),
+        ("dp-sgd", 1e-6),
+        ("objpert", 0.0),
+        ("dp-agd", 1e-6),
+    ],
+)
+def test_fit_predict_and_privacy_record(data, method, delta):
+    Xtr, Xte, ytr, yte = data
+    est = DPLogisticRegression(epsilon=2.0, delta=delta, method=method, data_norm=np.sqrt(D), random_state=1)
+    est.fit(Xtr, ytr)
+    assert est.coef_.shape == (1, D) and est.intercept_.shape == (1,)
+    assert set(est.predict(Xte)) <= set(est.classes_)
+    proba = est.predict_proba(Xte)
+    assert np.allclose(proba.sum(axis=1), 1.0)
+    assert np.array_equal(est.predict(Xte), est.classes_[(proba[:, 1] > 0.5).astype(int)])
+    spent = est.privacy_spent_
+    assert spent["epsilon"] <= 2.0 * (1 + 1e-9)
+    accountant = PureDPAccountant() if spent["notion"] == "pure" else RDPAccountant()
+    for e in est.privacy_events_:
+        accountant.compose(e)
+    replayed = accountant.get_epsilon() if spent["notion"] == "pure" else accountant.get_epsilon(delta)
+    if spent["notion"] != "zcdp":
+        assert replayed == pytest.approx(spent["epsilon"], rel=1e-9)
+    assert est.score(Xte, yte) > 0.65
+
+
+def test_huber_svc(data):
+    Xtr, Xte, ytr, yte = data
+    est = DPHuberSVC(epsilon=4.0, delta=1e-6, method="dp-blsgd", data_norm=np.sqrt(D), random_state=0).fit(Xtr, ytr)
+    assert est.score(Xte, yte) > 0.65
+    assert not hasattr(est, "predict_proba")
+
+
+def test_pipeline_clone_and_params(data):
+    Xtr, Xte, ytr, yte = data
+    pipe = make_pipeline(
+        MinMaxScaler(clip=True), DPLogisticRegression(epsilon=1.0, data_norm=np.sqrt(D), random_state=0)
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyBudgetWarning)
+        pipe.fit(Xtr, ytr)
+    assert pipe.score(Xte, yte) > 0.5
+    est = DPLogisticRegression(epsilon=0.5, method="dp-gd", data_norm=2.0)
+    twin = clone(est)
+    assert twin.get_params() == est.get_params()
+    twin.set_params(epsilon=3.0)
+    assert twin.epsilon == 3.0 and est.epsilon == 0.5
+
+
+def test_same_seed_same_model(data):
+    Xtr, _, ytr, _ = data
+    a = DPLogisticRegression(epsilon=1.0, data_norm=3.0, random_state=7).fit(Xtr, ytr)
+    b = DPLogisticRegression(epsilon=1.0, data_norm=3.0, random_state=7).fit(Xtr, ytr)
+    assert np.array_equal(a.coef_, b.coef_)
+
+
+def test_missing_bounds_warn_about_leak(data):
+    Xtr, _, ytr, _ = data
+    with pytest.warns(PrivacyLeakWarning, match="computed from the data"):
+        DPLogisticRegression(epsilon=1.0, random_state=0).fit(Xtr, ytr)
+
+
+def test_bounds_clip_rows(data):
+    Xtr, Xte, ytr, _ = data
+    est = DPLogisticRegression(epsilon=1.0, bounds=(0.0, 0.5), random_state=0).fit(Xtr, ytr)
+    assert est.row_bound_ == pytest.approx(0.5 * np.sqrt(D))
+    clipped = est._clip(Xte * 10)
+    assert clipped.max() <= 0.5 + 1e-12
+
+
+def test_grid_search_warns_about_budget(data):
+    Xtr, _, ytr, _ = data
+    grid = GridSearchCV(DPLogisticRegression(data_norm=3.0, random_state=0), {"epsilon": [0.5, 1.0]}, cv=2)
+    with pytest.warns(PrivacyBudgetWarning, match="model selection"):
+        grid.fit(Xtr, ytr)
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"epsilon": 0.0}, "epsilon"),
+        ({"delta": 1.0}, "delta"),
+        ({"method": "newton"}, "method"),
+        ({"method": "dp-sgd", "delta": 0.0}, "delta > 0"),
+        ({"data_norm": -1.0}, "data_norm"),
+        ({"bounds": (1.0, 0.0)}, "bounds"),
+    ],
+)
+def test_bad_parameters(data, params, match):
+    Xtr, _, ytr, _ = data
+    with pytest.raises(ValueError, match=match):
+        DPLogisticRegression(**{"data_norm": 3.0, **params}).fit(Xtr, ytr)
+
+
+def test_multiclass_is_refused():
+    X = np.random.default_rng(0).random((30, 3))
+    with pytest.raises(ValueError, match="2 classes"):
+        DPLogisticRegression(data_norm=2.0).fit(X, np.arange(30) % 3)
