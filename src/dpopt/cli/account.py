@@ -1,6 +1,6 @@
 """``dpopt account``: a privacy calculator over the shared accountants.
 
-Describe a mechanism on the command line (``--mechanism subsampled-gaussian
+Describe a mechanism on the command line (``--mechanism gaussian
 --rate 0.01 --sigma 1.1 --steps 1000 --delta 1e-5``) or pass a saved event log
 (``--events FILE.json``: a ledger, a model's privacy record, a single event or
 a list of events), and it prints ε (and δ) under every accountant that applies.
