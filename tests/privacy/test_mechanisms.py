@@ -180,3 +180,22 @@ def test_wrong_types():
         mech.laplace([0.0], sensitivity=1.0, epsilon=1.0, ledger=Ledger(1.0), rng=0)
     with pytest.raises(TypeError, match="ledger"):
         mech.laplace([0.0], sensitivity=1.0, epsilon=1.0, ledger=None, rng=rng())
+
+
+def test_argument_checks_are_public_and_shared_with_mcmc():
+    import dpopt.privacy as privacy
+
+    ledger, state = Ledger(1.0), rng(12)
+    assert mech.check_ledger(ledger) is ledger and mech.check_rng(state) is state
+    with pytest.raises(TypeError, match="ledger must be"):
+        mech.check_ledger(1.0)
+    with pytest.raises(TypeError, match="rng must be"):
+        mech.check_rng(0)
+    # The MCMC exponential mechanism is part of the public privacy layer and uses the same checks.
+    assert privacy.mcmc.metropolis_exponential is not None
+    with pytest.raises(TypeError, match="rng must be"):
+        privacy.mcmc.metropolis_exponential(
+            lambda x: -np.abs(x).sum(-1), np.zeros((2, 1)), epsilon=1.0, sensitivity=1.0,
+            proposal_std=0.1, steps=10, ledger=ledger, rng=0,
+        )  # fmt: skip
+    assert ledger.events == []

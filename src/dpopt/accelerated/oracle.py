@@ -36,10 +36,6 @@ from .datapass import DataPass
 
 __all__ = ["PrivateGradientOracle", "NonPrivateGradientOracle", "l1_sensitivity"]
 
-# Below m = n/_SPARSE_FACTOR the minibatches are drawn one repetition at a time.
-_SPARSE_FACTOR = 32
-
-
 def l1_sensitivity(loss: LinearLoss, feature_bound: float) -> float:
     """S₁ = 2·sup|φ'|·sup‖u‖₁: replace-one L1 sensitivity of a per-example gradient, eq. (5.2)."""
     bound = lipschitz_bound(loss, check_positive("feature_bound", feature_bound))
@@ -93,14 +89,7 @@ class _GradientOracle:
         return self.batch_size == self.n
 
     def draw_minibatches(self, repetitions: int) -> np.ndarray:
-        """(R, m) indices: an independent uniform m-subset per repetition, from the sampler.
-
-        For m ≪ n one O(m) draw per repetition (``rng.choice`` without
-        replacement) is much cheaper than the sampler's batched draw, which
-        sorts R·n random keys; both give the same distribution.
-        """
-        if self.batch_size * _SPARSE_FACTOR < self.n:
-            return np.stack([self.sampler.indices(self._sampling_rng) for _ in range(repetitions)])
+        """(R, m) indices: an independent uniform m-subset per repetition, from the sampler."""
         return self.sampler.indices(self._sampling_rng, repetitions=repetitions)
 
     def minibatch_gradient(self, W: np.ndarray) -> np.ndarray:

@@ -307,9 +307,8 @@ def subsampled_fixed_target() -> AuditTarget:
     """Laplace (ε₀ = 2) on 2 of 8 records drawn without replacement: ε = ln(1 + (e^ε₀ − 1)/4).
 
     Replace-one relation (kuru2022 Thm A.3, eq. (3.3)): records clipped to
-    [0, 1], D = 8 records at 0, D′ replaces one by 1.  Fewer samples than the
-    other targets because :meth:`FixedSizeSampler.indices` draws one subset
-    per repetition in a Python loop.
+    [0, 1], D = 8 records at 0, D′ replaces one by 1.  The subsets of all
+    repetitions come from one vectorized :meth:`FixedSizeSampler.indices` call.
     """
     epsilon0, n, m = SUBSAMPLED_SETTING
     sampler = FixedSizeSampler(m, n)
@@ -323,7 +322,7 @@ def subsampled_fixed_target() -> AuditTarget:
     records = np.zeros(n)
     return AuditTarget(
         "subsampled-laplace-fixed", run_fixed, records, np.where(np.arange(n) == 0, 1.0, records),
-        statistic_name="noisy subsample sum", samples=100_000,
+        statistic_name="noisy subsample sum", samples=500_000,
     )  # fmt: skip
 
 
@@ -455,3 +454,62 @@ def dp_nag_target() -> AuditTarget:
     from ..accelerated.audit import nag_audit_target
 
     return nag_audit_target()
+
+
+# --------------------------------------------------------------------------- linesearch (chen2020)
+
+
+@register("noisy-btls-laplace")
+def noisy_btls_laplace_target() -> AuditTarget:
+    """NoisyBTLS (chen2020 Alg. 1), Laplace SVT, ε_BT = 1, 4 steps; one record shifts every query by C_obj."""
+    from ..linesearch.audit import noisy_btls_audit_target
+
+    return noisy_btls_audit_target("laplace")
+
+
+@register("noisy-btls-gaussian")
+def noisy_btls_gaussian_target() -> AuditTarget:
+    """NoisyBTLS (chen2020 Alg. 1), Gaussian SVT, ρ_BT = 0.05, 4 steps; RDP ledger's claim at δ = 1e-5."""
+    from ..linesearch.audit import noisy_btls_audit_target
+
+    return noisy_btls_audit_target("gaussian")
+
+
+#: Runs per input of the DP-BLSGD target: its runs are sequential (data-dependent control
+#: flow), ≈ 2.5 ms each; ask ``dpopt audit dp-blsgd --samples N`` for a sharper bound.
+DP_BLSGD_SAMPLES = 2_000
+
+
+@register("dp-blsgd")
+def dp_blsgd_target() -> AuditTarget:
+    """DP-BLSGD (chen2020 Alg. 2), 2 iterations, Poisson q = 1/2, (2, 1e-5) by RDP; record beyond both clips."""
+    from ..linesearch.audit import dp_blsgd_audit_target
+
+    return dp_blsgd_audit_target(samples=DP_BLSGD_SAMPLES)
+
+
+# --------------------------------------------------------------------------- piecewise (han2014)
+
+
+@register("piecewise-laplace-data")
+def piecewise_laplace_data_target() -> AuditTarget:
+    """han2014 mechanism 1 (Thm 16: vector Laplace on b, then the LP), ε = 1; centre of |x − y| moved by b_max."""
+    from ..piecewise.audit import piecewise_audit_target
+
+    return piecewise_audit_target("laplace-data")
+
+
+@register("piecewise-laplace-solution")
+def piecewise_laplace_solution_target() -> AuditTarget:
+    """han2014 mechanism 2 (Thm 9: Laplace on x_opt, projected), ε = 1; x_opt moves by diam(P)."""
+    from ..piecewise.audit import piecewise_audit_target
+
+    return piecewise_audit_target("laplace-solution")
+
+
+@register("piecewise-subgradient")
+def piecewise_subgradient_target() -> AuditTarget:
+    """han2014 mechanism 4 (Alg. 1–2), 3 exponential-mechanism steps at ε/3, ε = 1, last iterate."""
+    from ..piecewise.audit import piecewise_audit_target
+
+    return piecewise_audit_target("subgradient")

@@ -1,11 +1,12 @@
 """The privacy core: events, accountants, the ledger, mechanisms, sampling, calibration.
 
 This layer knows nothing about optimization (DESIGN.md "Layers").  Every
-data-dependent release elsewhere in dpopt goes through :mod:`.mechanisms`,
-which charges a :class:`Ledger` before it returns anything.
+data-dependent release elsewhere in dpopt goes through :mod:`.mechanisms`
+(or :mod:`.mcmc`, the exponential mechanism over a continuous set sampled by
+Metropolis MCMC), which charges a :class:`Ledger` before it returns anything.
 """
 
-from . import calibration, events, mechanisms, pure, rdp, sampling, zcdp
+from . import calibration, events, mcmc, mechanisms, pure, rdp, sampling, zcdp
 from .ledger import RELATIONS, BudgetExceededError, Ledger, PrivacySpent
 from .pure import PureDPAccountant
 from .rdp import DEFAULT_ORDERS, RDPAccountant
@@ -15,6 +16,7 @@ from .zcdp import ZCDPAccountant
 __all__ = [
     "events",
     "mechanisms",
+    "mcmc",
     "calibration",
     "pure",
     "rdp",

@@ -20,6 +20,7 @@ from scipy import optimize, special
 
 from .. import _validation as val
 from . import rdp
+from .pure import invert_amplification
 
 __all__ = [
     "calibrate_gaussian_sigma",
@@ -179,7 +180,7 @@ def calibrate_laplace_scale(
     steps = val.check_int("steps", steps, minimum=1)
     rate = val.check_rate("rate", rate)
     per_step = epsilon / steps
-    eps0 = per_step if rate == 1.0 else math.log1p(math.expm1(per_step) / rate)
+    eps0 = invert_amplification(per_step, rate)
     return sensitivity / eps0
 
 
@@ -201,9 +202,7 @@ def kuru2022_step_epsilon(epsilon: float, steps: int, n: int, m: int) -> float:
     epsilon = val.check_positive("epsilon", epsilon)
     steps = val.check_int("steps", steps, minimum=1)
     n, m = _check_sizes(n, m)
-    if m == n:
-        return epsilon / steps
-    return math.log1p(math.expm1(epsilon / steps) * n / m)
+    return invert_amplification(epsilon / steps, m / n)
 
 
 def kuru2022_laplace_scale(S1: float, epsilon: float, steps: int, n: int, m: int) -> float:

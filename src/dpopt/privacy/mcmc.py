@@ -27,7 +27,7 @@ import numpy as np
 from .._validation import check_finite_array, check_int, check_positive
 from . import events as ev
 from .ledger import Ledger
-from .mechanisms import _check_ledger, _check_rng
+from .mechanisms import check_ledger, check_rng
 
 __all__ = ["MCMCRun", "metropolis_exponential", "split_rhat"]
 
@@ -111,7 +111,7 @@ def metropolis_exponential(
     sensitivity = check_positive("sensitivity", sensitivity)
     proposal_std = check_positive("proposal_std", proposal_std)
     steps = check_int("steps", steps, minimum=4)
-    _check_rng(rng)
+    check_rng(rng)
     x0 = check_finite_array("x0", x0)
     if x0.ndim not in (1, 2) or x0.shape[-1] == 0:
         raise ValueError(f"x0 must have shape (d,) or (chains, d), got {x0.shape}")
@@ -122,7 +122,7 @@ def metropolis_exponential(
     if not inside.all():
         raise ValueError("every starting state x0 must lie in the support (contains(x0) is False)")
     event = ev.Exponential(epsilon)
-    _check_ledger(ledger).charge(event)
+    check_ledger(ledger).charge(event)
 
     temperature = epsilon / (2.0 * sensitivity)
     utility = np.asarray(utility_fn(x), dtype=float)

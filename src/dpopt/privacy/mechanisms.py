@@ -31,16 +31,24 @@ __all__ = [
     "above_threshold",
     "AboveThresholdSession",
     "release",
+    "check_ledger",
+    "check_rng",
 ]
 
 
-def _check_ledger(ledger) -> Ledger:
+def check_ledger(ledger) -> Ledger:
+    """``ledger`` itself if it is a :class:`Ledger` (``TypeError`` otherwise); for every mechanism."""
     if not isinstance(ledger, Ledger):
         raise TypeError(f"ledger must be a dpopt.privacy.Ledger, got {type(ledger).__name__}")
     return ledger
 
 
-def _check_rng(rng) -> np.random.Generator:
+def check_rng(rng) -> np.random.Generator:
+    """``rng`` itself if it is a ``numpy.random.Generator`` (``TypeError`` otherwise).
+
+    Mechanisms take a Generator, never a seed: seeding is the caller's decision
+    (DESIGN.md invariant 7; ``dpopt._validation.as_generator`` converts seeds).
+    """
     if not isinstance(rng, np.random.Generator):
         raise TypeError(
             "rng must be a numpy.random.Generator (e.g. numpy.random.default_rng(seed)), "
@@ -51,7 +59,7 @@ def _check_rng(rng) -> np.random.Generator:
 
 def _charge(event: ev.Event, ledger, sampler) -> ev.Event:
     charged = sampler.wrap(event) if sampler is not None else event
-    _check_ledger(ledger).charge(charged)
+    check_ledger(ledger).charge(charged)
     return charged
 
 
@@ -86,7 +94,7 @@ def release(value, event: ev.Event, *, ledger: Ledger, rng: np.random.Generator,
     :func:`vector_laplace` build the event for you.
     """
     value = check_finite_array("value", value)
-    _check_rng(rng)
+    check_rng(rng)
     if isinstance(event, ev.VectorLaplace) and value.ndim == 0:
         raise ValueError("vector_laplace needs a value with at least one axis (the vector)")
     if not isinstance(event, ev.Laplace | ev.Gaussian | ev.VectorLaplace):
@@ -155,7 +163,7 @@ def exponential(scores, *, epsilon: float, sensitivity: float, ledger: Ledger, r
         raise ValueError("scores must have a non-empty last axis of candidates")
     epsilon = check_positive("epsilon", epsilon)
     sensitivity = check_positive("sensitivity", sensitivity)
-    _check_rng(rng)
+    check_rng(rng)
     _charge(ev.Exponential(epsilon), ledger, sampler)
     logits = epsilon * scores / (2.0 * sensitivity)
     return np.argmax(logits + rng.gumbel(size=scores.shape), axis=-1)
@@ -187,7 +195,7 @@ def above_threshold(queries, *, event: ev.AboveThreshold, ledger: Ledger, rng, t
     queries = check_finite_array("queries", queries)
     if queries.ndim == 0 or queries.shape[-1] == 0:
         raise ValueError("queries must have a non-empty last axis")
-    _check_rng(rng)
+    check_rng(rng)
     _charge(event, ledger, sampler)
     noisy_threshold = threshold + _threshold_noise(rng, event, event.threshold_scale, queries.shape[:-1])
     noisy = queries + _threshold_noise(rng, event, event.query_scale, queries.shape)
@@ -207,7 +215,7 @@ class AboveThresholdSession:
 
     def __init__(self, event: ev.AboveThreshold, *, ledger: Ledger, rng, threshold=0.0, batch_shape=(), sampler=None):
         self.event = _check_above_threshold(event)
-        self._rng = _check_rng(rng)
+        self._rng = check_rng(rng)
         _charge(event, ledger, sampler)
         self.batch_shape = (batch_shape,) if isinstance(batch_shape, int) else tuple(batch_shape)
         self._threshold = threshold + _threshold_noise(self._rng, event, event.threshold_scale, self.batch_shape)

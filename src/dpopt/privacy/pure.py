@@ -7,22 +7,55 @@ import math
 from .._validation import check_int, check_nonnegative, check_rate
 from . import events as ev
 
-__all__ = ["PureDPAccountant", "pure_epsilon", "amplify_pure"]
+__all__ = ["PureDPAccountant", "pure_epsilon", "amplify_pure", "invert_amplification"]
+
+
+# Above this ε, e^ε (and expm1) overflows a double (ln(max float) ≈ 709.78).
+_EXPM1_SAFE = 709.0
 
 
 def amplify_pure(epsilon: float, rate: float) -> float:
-    """ε' = ln(1 + rate·(e^ε − 1)) for an ε-DP mechanism run on a subsample.
+    """ε' = ln(1 + q·(e^ε − 1)) for an ε-DP mechanism run on a subsample drawn at rate q.
 
-    For sampling m of n records without replacement (rate = m/n) under the
+    For sampling m of n records without replacement (q = m/n) under the
     replace-one relation this is kuru2022 Thm A.3 / eq. (3.3); for Poisson
-    sampling at ``rate`` under add/remove-one it is the same expression
-    (Li, Qardaji & Su 2012).  Computed with ``expm1``/``log1p`` so that tiny
-    rates and budgets keep full precision.
+    sampling at rate q under add/remove-one it is the same expression
+    (Li, Qardaji & Su 2012).
+
+    Evaluated without overflow or cancellation for every ε ≥ 0:
+    ``log1p(q·expm1(ε))`` while e^ε is representable (full relative precision
+    for tiny q and ε, and for large results), and for ε > 709 the equivalent
+    ε + ln q + log1p((1 − q)·e^{−ε}/q) = L + log1p((1 − q)·e^{−L}) with
+    L = ε + ln q = ln(q·e^ε), which stays finite up to ε = 1e300
+    (for L ≤ 0, i.e. q ≤ e^{−ε}, it is log1p(e^L) to double precision).
     """
     epsilon = check_nonnegative("epsilon", epsilon)
     if check_rate("rate", rate) == 1.0:
         return epsilon
-    return math.log1p(rate * math.expm1(epsilon))
+    if epsilon <= _EXPM1_SAFE:
+        return math.log1p(rate * math.expm1(epsilon))
+    log_growth = epsilon + math.log(rate)  # L = ln(q e^ε)
+    if log_growth > 0.0:
+        return log_growth + math.log1p((1.0 - rate) * math.exp(-log_growth))
+    # 1 − q + e^L with q ≤ e^{L−709}: the −q is below double precision relative to e^L.
+    return math.log1p(math.exp(log_growth))
+
+
+def invert_amplification(epsilon: float, rate: float) -> float:
+    """The ε₀ whose amplification at ``rate`` is ``epsilon``: ln(1 + (e^ε − 1)/q).
+
+    The exact inverse of :func:`amplify_pure` (kuru2022 eq. (3.5) with q = m/n):
+    an ε₀-DP mechanism on a subsample drawn at rate q is ε-DP on the data set.
+    Evaluated as ``log1p(expm1(ε)/q)`` for ε ≤ 1 and as the equivalent
+    ε − ln q + log1p((q − 1)·e^{−ε}) above, which has no cancellation there and
+    no overflow for any ε.
+    """
+    epsilon = check_nonnegative("epsilon", epsilon)
+    if check_rate("rate", rate) == 1.0:
+        return epsilon
+    if epsilon <= 1.0:
+        return math.log1p(math.expm1(epsilon) / rate)
+    return epsilon - math.log(rate) + math.log1p((rate - 1.0) * math.exp(-epsilon))
 
 
 def pure_epsilon(event: ev.Event) -> float:
