@@ -107,3 +107,80 @@ def test_no_header_delimiter_and_registry(tmp_path):
     assert ds.feature_names == ("x0", "x1") and ds.n == 3
     via_registry = load(f"csv:{_write(tmp_path, GOOD)}", target="label")
     assert via_registry.n == 3 and via_registry.name == "csv:data.csv"
+
+
+# -- the preprocessing schema: learned once, applied to new rows with the same layout ---------------
+
+
+def test_schema_is_json_and_reencodes_the_training_rows(tmp_path):
+    import json
+
+    from dpopt.datasets.preprocess import DECLARED, FROM_DATA, TableSchema
+
+    p = _write(tmp_path, GOOD)
+    ds = load_csv(p, "label", numeric_bounds={"age": (0, 100)})
+    schema = ds.info["schema"]
+    assert schema.feature_names == ds.feature_names and schema.target == "label"
+    kinds = {c.name: (c.kind, c.source) for c in schema.columns}
+    assert kinds == {
+        "age": ("numeric", DECLARED),
+        "city": ("categorical", FROM_DATA),
+        "income": ("numeric", FROM_DATA),
+        "score": ("numeric", FROM_DATA),
+    }
+    assert schema.data_derived_bounds == ("income", "score") == ds.data_derived_bounds
+    assert schema.data_derived_categories == ("city",)
+    back = TableSchema.from_dict(json.loads(json.dumps(schema.to_dict())))
+    assert back == schema
+    again = load_csv(p, "label", schema=back.to_dict())
+    np.testing.assert_array_equal(again.X, ds.X)
+    np.testing.assert_array_equal(again.y, ds.y)
+
+
+def test_schema_encodes_new_rows_clipped_unknown_zero_missing_imputed():
+    from dpopt.datasets.preprocess import learn_schema
+
+    train = {
+        "age": np.array(["20", "40", "60"]),
+        "city": np.array(["Paris", "Rome", "Paris"]),
+        "label": np.array(["a", "b", "a"]),
+    }
+    schema, kept = learn_schema(train, "label", numeric_bounds={"age": (0, 100)}, norm_bound=None)
+    np.testing.assert_array_equal(kept, [0, 1, 2])
+    assert schema.feature_names == ("age", "city=Paris", "city=Rome") and schema.row_bound == pytest.approx(np.sqrt(2))
+    new = {"city": np.array(["Rome", "Berlin", "Paris", "Paris"]), "age": np.array(["50", "150", "-3", "?"])}
+    with pytest.raises(ValueError, match="column 'age' has a missing value in row 5"):
+        schema.encode(new, row_offset=2)
+    enc = schema.encode(new, impute_missing=True)
+    np.testing.assert_allclose(enc.X, [[0.5, 0, 1], [1.0, 0, 0], [0.0, 1, 0], [0.5, 1, 0]])
+    assert enc.rows_imputed == 1 and enc.rows_unknown == 1 and enc.rows_changed == 0
+    with pytest.raises(ValueError, match="column 'age' is numeric but row 3 has the non-numeric value 'old'"):
+        schema.encode({"city": np.array(["Rome", "Rome"]), "age": np.array(["1", "old"])}, row_offset=2)
+    with pytest.raises(ValueError, match=r"lack the feature column\(s\) \['city'\]"):
+        schema.encode({"age": np.array(["1"])})
+    # with the default norm bound every encoded row lies in the unit ball, whatever the input
+    unit, _ = learn_schema(train, "label", numeric_bounds={"age": (0, 100)})
+    assert np.all(np.linalg.norm(unit.encode(new, impute_missing=True).X, axis=1) <= 1.0 + 1e-12)
+
+
+def test_schema_missing_category_and_declarations():
+    from dpopt.datasets.preprocess import ColumnSpec, TableSchema, learn_schema
+
+    cols = {"c": np.array(["x", "?", "y"]), "n": np.array(["1", "2", "3"]), "t": np.array(["a", "b", "a"])}
+    schema, kept = learn_schema(cols, "t", missing="category")
+    assert schema.feature_names == ("c=?", "c=x", "c=y", "n") and kept.size == 3
+    np.testing.assert_array_equal(schema.encode({"c": np.array(["NA"]), "n": np.array(["2"])}).X[0, :3] > 0, [1, 0, 0])
+    declared, _ = learn_schema(cols, "t", categories={"n": ["1", "2"]}, missing="category")
+    assert declared.columns[1].kind == "categorical" and declared.data_derived_categories == ("c",)
+    with pytest.raises(ValueError, match="both numeric and categorical"):
+        learn_schema(cols, "t", categories={"n": ["1"]}, numeric=["n"])
+    with pytest.raises(ValueError, match="categories names unknown column"):
+        learn_schema(cols, "t", categories={"zz": ["1"]})
+    with pytest.raises(ValueError, match="not a dpopt-table-schema"):
+        TableSchema.from_dict({"columns": []})
+    with pytest.raises(ValueError, match="finite bounds"):
+        ColumnSpec("n", "numeric", 3.0, 1.0)
+    with pytest.raises(ValueError, match="either schema or the declarations"):
+        from dpopt.datasets.preprocess import encode_table
+
+        encode_table(cols, "t", numeric=["n"], schema=schema)

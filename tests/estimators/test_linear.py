@@ -10,6 +10,9 @@ from sklearn.preprocessing import MinMaxScaler
 from dpopt.estimators import DPHuberSVC, DPLogisticRegression, PrivacyBudgetWarning, PrivacyLeakWarning
 from dpopt.privacy import PureDPAccountant, RDPAccountant
 
+# Most tests here fit the same data repeatedly on purpose; the warning itself is tested below.
+pytestmark = pytest.mark.filterwarnings("ignore::dpopt.estimators.PrivacyBudgetWarning")
+
 D = 10
 
 
@@ -124,7 +127,9 @@ def test_bad_parameters(data, params, match):
         DPLogisticRegression(**{"data_norm": 3.0, **params}).fit(Xtr, ytr)
 
 
-def test_multiclass_is_refused():
+def test_multiclass_is_one_vs_rest_and_one_class_refused():
     X = np.random.default_rng(0).random((30, 3))
-    with pytest.raises(ValueError, match="2 classes"):
-        DPLogisticRegression(data_norm=2.0).fit(X, np.arange(30) % 3)
+    est = DPLogisticRegression(data_norm=2.0, random_state=0).fit(X, np.arange(30) % 3)
+    assert est.coef_.shape == (3, 3) and est.privacy_spent_["epsilon"] <= 1.0 + 1e-9
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        DPLogisticRegression(data_norm=2.0).fit(X, np.zeros(30))

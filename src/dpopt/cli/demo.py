@@ -139,7 +139,7 @@ def fit_all(methods, epsilons, delta, seed, train, test, progress):
                 "epsilon_spent": spent["epsilon"],
             }
         )
-        records[(method.name, eps)] = est.result_.privacy_record()
+        records[(method.name, eps)] = est.privacy_record()
         progress(j + 3, total, f"{method.name} ε={eps:g}")
     return rows, records
 

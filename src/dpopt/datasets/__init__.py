@@ -21,13 +21,15 @@ from .base import Dataset
 from .csvfile import load_csv
 from .fashion_mnist import load_fashion_mnist
 from .keel import load_keel
-from .preprocess import encode_table, to_pm1
+from .preprocess import TableSchema, encode_table, learn_schema, to_pm1
 from .registry import available, load
 from .sklearn_data import load_sklearn
 from .splits import kfold_indices, partition_indices, train_test_indices
 from .synthetic import Han2014Problem, han2014_problem, kuru2022_logistic, svm_data
 
 __all__ = [
+    "TableSchema",
+    "learn_schema",
     "Dataset",
     "load",
     "available",

@@ -73,6 +73,7 @@ def load_csv(
     delimiter: str = ",",
     header: bool = True,
     name: str | None = None,
+    schema=None,
 ) -> Dataset:
     """Load ``path`` with the label column ``target`` (by name; ``x<j>`` without a header).
 
@@ -83,7 +84,10 @@ def load_csv(
     ``Dataset.data_derived_bounds``).  ``positive_class`` picks the label mapped
     to +1 (required when the target has more than two values).  Rows are scaled
     to ``‖x‖ ≤ norm_bound`` (``None``: no scaling).  See the module docstring for
-    missing values.
+    missing values.  ``schema`` (a :class:`~dpopt.datasets.preprocess.TableSchema`
+    or its dict, e.g. from ``Dataset.info["schema"]`` of an earlier load) encodes
+    the file with a fixed layout instead of learning one; the learned or given
+    schema is returned in ``Dataset.info["schema"]``.
     """
     columns, first_line = read_csv_columns(path, delimiter=delimiter, header=header)
     if target not in columns:
@@ -101,6 +105,7 @@ def load_csv(
         norm_bound=norm_bound,
         norm=norm,
         row_offset=first_line,
+        schema=schema,
     )
     enc.pop("kept_rows")
     return Dataset(

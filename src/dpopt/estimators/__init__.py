@@ -2,6 +2,7 @@
 
 from ._dispatch import ACCELERATED, LINESEARCH, METHODS
 from .linear import DPHuberSVC, DPLogisticRegression, PrivacyBudgetWarning, PrivacyLeakWarning
+from .persist import load_model, save_model
 
 __all__ = [
     "DPLogisticRegression",
@@ -11,4 +12,6 @@ __all__ = [
     "METHODS",
     "ACCELERATED",
     "LINESEARCH",
+    "save_model",
+    "load_model",
 ]

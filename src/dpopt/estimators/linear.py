@@ -12,6 +12,11 @@ warns with :class:`PrivacyLeakWarning`: that number is not covered by the
 guarantee.  Internally rows are scaled to ‖x‖₂ ≤ 1 together with the
 intercept column, [x/B, 1]/√2, and the coefficients are mapped back.
 
+More than two classes are fitted one-vs-rest: K binary problems on the same
+rows, each with (ε/K, δ/K), so that by sequential composition the whole fit
+is (ε, δ)-DP (the record reports the tighter of that and the accountant's
+composition of all K event logs).
+
 Every fit spends its own budget.  Fitting again on the same data, e.g. in
 :class:`~sklearn.model_selection.GridSearchCV`, composes: the estimator warns
 with :class:`PrivacyBudgetWarning`.  To tune hyper-parameters privately, use
@@ -27,14 +32,52 @@ import sys
 import warnings
 
 import numpy as np
+from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import as_generator, check_delta, check_nonnegative, check_positive
+from ..privacy import RDPAccountant, ZCDPAccountant
 from ._dispatch import METHODS, fit_linear, needs_delta
 
-__all__ = ["DPLogisticRegression", "DPHuberSVC", "PrivacyLeakWarning", "PrivacyBudgetWarning"]
+__all__ = [
+    "DPLogisticRegression",
+    "DPHuberSVC",
+    "PrivacyLeakWarning",
+    "PrivacyBudgetWarning",
+    "SKLEARN_DP_EXCEPTIONS",
+]
+
+#: scikit-learn estimator checks (``sklearn.utils.estimator_checks``) whose literal demand
+#: contradicts differential privacy, with the reason and how the estimators declare it.  Every
+#: other check of ``check_estimator`` passes (tests/estimators/test_sklearn_contract.py).
+SKLEARN_DP_EXCEPTIONS = {
+    "check_classifiers_train": (
+        "asserts training accuracy > 0.83 on about 100 rows; the privacy noise at epsilon ~ 1 is of the "
+        "order of the signal at that size. Declared by tags.classifier_tags.poor_score = True, which skips "
+        "only that assertion (every shape and consistency assertion of the check still runs); at "
+        "epsilon = 1e5 the accuracy assertion passes too."
+    ),
+    "check_pipeline_consistency": (
+        "with random_state=None every fit draws fresh noise from OS entropy, as a real release must (a "
+        "known seed makes the noise predictable and voids the guarantee), so two fits differ. Declared by "
+        "tags.non_deterministic = True when random_state is None; with a seed the check runs and passes."
+    ),
+    "check_methods_sample_order_invariance": (
+        "skipped by scikit-learn for non-deterministic estimators (random_state=None, see "
+        "check_pipeline_consistency); with a seed it runs and passes."
+    ),
+    "check_methods_subset_invariance": (
+        "skipped by scikit-learn for non-deterministic estimators (random_state=None, see "
+        "check_pipeline_consistency); with a seed it runs and passes."
+    ),
+    "check_sample_weight_equivalence_on_dense_data": (
+        "not run: fit takes no sample_weight. A weight w multiplies one record's influence by w, so the "
+        "sensitivity, hence the noise, would have to grow with the largest weight; private weighted fits "
+        "need declared weight bounds, which these estimators do not offer."
+    ),
+}
 
 
 class PrivacyLeakWarning(UserWarning):
@@ -50,9 +93,12 @@ _FIT_HISTORY: dict[str, list[float]] = {}
 
 
 def _fingerprint(X: np.ndarray, y: np.ndarray) -> str:
+    """A hash of (X, y); labels of any dtype (strings, objects) are hashed through their class codes."""
+    classes, codes = np.unique(y, return_inverse=True)
     h = hashlib.blake2b(digest_size=16)
     h.update(np.ascontiguousarray(X).view(np.uint8))
-    h.update(np.ascontiguousarray(y).view(np.uint8))
+    h.update(np.ascontiguousarray(codes, dtype=np.int64).view(np.uint8))
+    h.update(repr(classes.tolist()).encode())
     return h.hexdigest()
 
 
@@ -99,7 +145,12 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
     # -- parameters -----------------------------------------------------------
     def _resolved_method(self) -> str:
         if self.method == "auto":
-            return "dp-blsgd" if self.delta > 0 else "outpert"
+            # Pure ε-DP: dp-nag-opt has an exact guarantee (objpert's holds for the exact
+            # minimizer only) and the best mean test accuracy on Adult over 30k/1k rows,
+            # ε = 0.1/1 and both losses (0.76 against objpert 0.69 and outpert 0.57, which
+            # falls below the majority class at 1k rows); at ε = 3-10 on 30k rows all three
+            # reach 0.81-0.83.
+            return "dp-blsgd" if self.delta > 0 else "dp-nag-opt"
         if self.method not in METHODS:
             raise ValueError(f"method must be 'auto' or one of {list(METHODS)}, got {self.method!r}")
         return self.method
@@ -143,14 +194,14 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
 
     # -- fit / predict -------------------------------------------------------------
     def fit(self, X, y):
-        """Fit privately; spends (``epsilon``, ``delta``) on (X, y)."""
+        """Fit privately; spends (``epsilon``, ``delta``) on (X, y) in total, whatever the number of classes."""
         method, epsilon, delta = self._check_params()
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         self.classes_ = np.unique(y)
-        if len(self.classes_) != 2:
+        if len(self.classes_) < 2:
             raise ValueError(
-                f"{type(self).__name__} is a binary classifier: y must have exactly 2 classes, got {len(self.classes_)}"
+                f"{type(self).__name__} needs at least 2 classes in y, got one class {self.classes_.tolist()}"
             )
         d = X.shape[1]
         self._box_ = self._box(d)
@@ -168,37 +219,47 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
                 stacklevel=2,
             )
         self._warn_repeated_fit(X, y, epsilon)
-        labels = np.where(y == self.classes_[1], 1.0, -1.0)
-        result = fit_linear(
-            method,
-            self._loss,
-            self._design(X),
-            labels,
-            epsilon=epsilon,
-            delta=delta,
-            regularization=float(self.regularization),
-            rng=as_generator(self.random_state),
-            params=dict(self.method_params or {}),
-        )
-        w = np.asarray(result.x, dtype=float)
+        # Binary: one problem, classes_[1] positive.  K > 2: one-vs-rest, each with (ε/K, δ/K).
+        positives = self.classes_[1:] if len(self.classes_) == 2 else self.classes_
+        share = len(positives)
+        Z = self._design(X)
+        rng = as_generator(self.random_state)
+        results = [
+            fit_linear(
+                method,
+                self._loss,
+                Z,
+                np.where(y == positive, 1.0, -1.0),
+                epsilon=epsilon / share,
+                delta=delta / share,
+                regularization=float(self.regularization),
+                rng=rng,
+                params=dict(self.method_params or {}),
+            )
+            for positive in positives
+        ]
+        W = np.stack([np.asarray(r.x, dtype=float) for r in results])
         if self.fit_intercept:
-            self.coef_ = (w[:-1] / (math.sqrt(2.0) * self.row_bound_))[None, :]
-            self.intercept_ = np.array([w[-1] / math.sqrt(2.0)])
+            self.coef_ = W[:, :-1] / (math.sqrt(2.0) * self.row_bound_)
+            self.intercept_ = W[:, -1] / math.sqrt(2.0)
         else:
-            self.coef_ = (w / self.row_bound_)[None, :]
-            self.intercept_ = np.zeros(1)
+            self.coef_ = W / self.row_bound_
+            self.intercept_ = np.zeros(len(results))
         self.method_ = method
-        self.result_ = result
-        self.privacy_spent_ = {
-            "epsilon": float(result.privacy.epsilon),
-            "delta": float(result.privacy.delta),
-            "notion": result.privacy.notion,
-            "relation": result.relation,
-            "guarantee": result.guarantee,
-        }
-        self.privacy_events_ = list(result.events)
-        self.n_iter_ = int(result.nit)
+        self.results_ = results
+        self.result_ = results[0] if share == 1 else None
+        self.privacy_spent_, self.privacy_events_ = _compose_records(results)
+        self.n_iter_ = max(int(r.nit) for r in results)
         return self
+
+    def privacy_record(self) -> dict:
+        """JSON-ready privacy record of the fit: ``privacy_spent_`` plus the method and the event log."""
+        check_is_fitted(self)
+        return {
+            "method": self.method_,
+            **self.privacy_spent_,
+            "events": [e.to_dict() for e in self.privacy_events_],
+        }
 
     def _warn_repeated_fit(self, X, y, epsilon) -> None:
         key = _fingerprint(X, y)
@@ -221,19 +282,63 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
             )
 
     def decision_function(self, X):
-        """Signed distance xᵀw + b, on rows clipped to the fitted bounds (positive: ``classes_[1]``)."""
+        """xᵀw + b on rows clipped to the fitted bounds: shape (n,) for two classes (positive:
+        ``classes_[1]``), (n, K) one-vs-rest scores for K > 2."""
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        return self._clip(X) @ self.coef_[0] + self.intercept_[0]
+        scores = self._clip(X) @ self.coef_.T + self.intercept_
+        return scores[:, 0] if scores.shape[1] == 1 else scores
 
     def predict(self, X):
         scores = self.decision_function(X)
-        return self.classes_[(scores > 0).astype(int)]
+        index = (scores > 0).astype(int) if scores.ndim == 1 else np.argmax(scores, axis=1)
+        return self.classes_[index]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.non_deterministic = self.random_state is None
+        # Privacy noise costs accuracy on the small data sets of scikit-learn's checks.
+        tags.classifier_tags.poor_score = True
         return tags
+
+
+def _compose_records(results) -> tuple[dict, list]:
+    """The privacy record of one fit made of the runs ``results`` on the same data.
+
+    One run: its own record.  K one-vs-rest runs (each calibrated to (ε/K, δ/K)):
+    basic sequential composition gives (Σε_k, Σδ_k); for RDP/zCDP runs the
+    accountant's composition of all event logs at δ = Σδ_k is usually tighter
+    and is reported when it is (``composition`` says which one holds).
+    """
+    events = [e for r in results for e in r.events]
+    first = results[0]
+    record = {
+        "epsilon": float(first.privacy.epsilon),
+        "delta": float(first.privacy.delta),
+        "notion": first.privacy.notion,
+        "relation": first.relation,
+        "guarantee": first.guarantee,
+    }
+    if len(results) == 1:
+        return record, events
+    notions = {r.privacy.notion for r in results}
+    relations = {r.relation for r in results}
+    if len(notions) != 1 or len(relations) != 1:  # pragma: no cover - one method gives one notion
+        raise RuntimeError(f"one-vs-rest runs disagree on notion {notions} or relation {relations}")
+    eps_sum = float(sum(r.privacy.epsilon for r in results))
+    delta_sum = float(sum(r.privacy.delta for r in results))
+    record.update(epsilon=eps_sum, delta=delta_sum, composition="basic")
+    if first.privacy.notion in ("rdp", "zcdp") and delta_sum > 0:
+        accountant = RDPAccountant() if first.privacy.notion == "rdp" else ZCDPAccountant()
+        for e in events:
+            accountant.compose(e)
+        replayed = float(accountant.get_epsilon(delta_sum))
+        if replayed < eps_sum:
+            record.update(epsilon=replayed, composition=first.privacy.notion)
+    guarantees = {r.guarantee for r in results}
+    if len(guarantees) > 1:  # the weakest kind holds for the whole fit
+        record["guarantee"] = next(g for g in ("none", "approximate", "conditional", "exact") if g in guarantees)
+    return record, events
 
 
 class DPLogisticRegression(_DPLinearClassifier):
@@ -242,11 +347,12 @@ class DPLogisticRegression(_DPLinearClassifier):
     Parameters
     ----------
     epsilon, delta:
-        The privacy budget of one fit.  ``delta=0`` asks for pure ε-DP (methods
-        of the accelerated family and ``"outpert"``); the line-search family
-        and DP-SGD/DP-AGD/objective perturbation need ``delta > 0``.
+        The privacy budget of one fit (of all K one-vs-rest problems together
+        when there are K > 2 classes).  ``delta=0`` asks for pure ε-DP (methods
+        of the accelerated family, ``"objpert"`` and ``"outpert"``); the
+        line-search family and DP-SGD/DP-AGD need ``delta > 0``.
     method:
-        ``"auto"`` (``"dp-blsgd"`` when ``delta > 0``, else ``"outpert"``) or one
+        ``"auto"`` (``"dp-blsgd"`` when ``delta > 0``, else ``"dp-nag-opt"``) or one
         of ``dp-gd, dp-hb, dp-nag, dp-nag-opt, dp-masg, dp-masg-opt`` (kuru2022,
         pure ε-DP, replace-one), ``dp-blsgd, dp-blgd, dp-blsgd-ac`` (chen2020),
         ``dp-sgd, dp-agd, objpert, outpert`` (baselines).
@@ -269,26 +375,38 @@ class DPLogisticRegression(_DPLinearClassifier):
     Attributes
     ----------
     coef_, intercept_, classes_:
-        As in scikit-learn.
+        As in scikit-learn: ``coef_`` is (1, d) for two classes, (K, d) one-vs-rest for K > 2.
     privacy_spent_:
-        ``{"epsilon", "delta", "notion", "relation", "guarantee"}`` of the fit.
+        ``{"epsilon", "delta", "notion", "relation", "guarantee"}`` of the fit (K > 2:
+        plus ``"composition"``, ``"basic"`` or the accountant that composed the K runs).
     privacy_events_:
-        The event log; any dpopt accountant re-run over it gives ``privacy_spent_``.
-    result_:
-        The optimizer's :class:`~dpopt.result.DPResult`.
+        The event log; the accountant of ``notion`` re-run over it gives ``privacy_spent_``
+        (except where ``composition == "basic"``, whose ε is the sum over the K runs).
+    result_, results_:
+        The optimizer's :class:`~dpopt.result.DPResult` (``result_`` is None for K > 2), and
+        the list of one result per one-vs-rest problem.
+
+    Methods :meth:`privacy_record` (JSON-ready record with the event log) and the
+    scikit-learn ones; :mod:`dpopt.estimators.persist` saves a fitted estimator as JSON.
     """
 
     _loss = "logistic"
 
     def predict_proba(self, X):
-        """Estimated P(y = classes_[0]), P(y = classes_[1]) from the logistic model."""
+        """P(y = k) per class: σ(z) and 1 − σ(z) for two classes; for K > 2 the one-vs-rest
+        probabilities σ(z_k) normalized to sum to one (as scikit-learn's one-vs-rest)."""
         z = self.decision_function(X)
-        p1 = 0.5 * (1.0 + np.tanh(0.5 * z))
-        return np.column_stack([1.0 - p1, p1])
+        if z.ndim == 1:
+            return np.column_stack([expit(-z), expit(z)])
+        p = expit(z)
+        total = p.sum(axis=1, keepdims=True)
+        return np.divide(p, total, out=np.full_like(p, 1.0 / p.shape[1]), where=total > 0)
 
     def predict_log_proba(self, X):
         z = self.decision_function(X)
-        return np.column_stack([-np.logaddexp(0.0, z), -np.logaddexp(0.0, -z)])
+        if z.ndim == 1:
+            return np.column_stack([-np.logaddexp(0.0, z), -np.logaddexp(0.0, -z)])
+        return np.log(self.predict_proba(X))
 
 
 class DPHuberSVC(_DPLinearClassifier):

@@ -1,0 +1,333 @@
+"""``dpopt fit``: a private linear classifier on your own CSV file, saved as a JSON model.
+
+Reads FILE.csv, encodes it (numeric columns min-max scaled over their ranges,
+text columns one-hot), fits DPLogisticRegression or DPHuberSVC with the given
+privacy budget and saves the model with its privacy record; ``dpopt predict``
+applies it to new rows.
+
+Privacy of the preprocessing.  Numeric ranges should be DECLARED from domain
+knowledge (``--bounds age=17:90 hours=1:99`` or a JSON file ``{"age": [17, 90]}``):
+values are clipped into them.  A numeric column without a declared range is
+scaled by the data's own min and max, which leaks privacy outside the
+guarantee; ``dpopt fit`` warns and stores that range in the model.  Category
+sets of text columns (and the class labels) are read from the data unless
+declared with ``--categories city=Paris,Rome,Oslo`` (or a JSON file): this is
+a disclosed, non-private step — the model lists the categories it has seen,
+and its privacy record says so under ``disclosed`` (as diffprivlib does, the
+practical choice is to disclose rather than refuse).  The row bound used for
+clipping is the public schema constant √(number of columns) unless
+``--data-norm`` declares a smaller one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from . import UserError
+
+#: ``--model`` choices and the estimator class each one names.
+MODELS = {"logistic": "DPLogisticRegression", "huber-svc": "DPHuberSVC"}
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "fit",
+        help="fit a private classifier on a CSV file and save it as a JSON model",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--data", required=True, type=Path, metavar="FILE.csv", help="training data (CSV with a header)")
+    p.add_argument("--target", required=True, metavar="COLUMN", help="the label column")
+    p.add_argument("--epsilon", required=True, type=float, metavar="E", help="privacy budget epsilon > 0")
+    p.add_argument(
+        "--delta", type=float, default=0.0, metavar="D", help="privacy budget delta in [0, 1) (default 0: pure ε-DP)"
+    )
+    p.add_argument(
+        "--method",
+        default="auto",
+        metavar="M",
+        help="optimizer: auto (dp-nag-opt when delta = 0, dp-blsgd when delta > 0) or one of "
+        "dp-gd dp-hb dp-nag dp-nag-opt dp-masg dp-masg-opt (pure ε-DP), dp-blsgd dp-blgd dp-blsgd-ac dp-sgd "
+        "dp-agd (need --delta > 0), objpert outpert",
+    )
+    p.add_argument("--model", default="logistic", metavar="KIND", help="logistic (default) or huber-svc")
+    p.add_argument(
+        "--bounds",
+        nargs="+",
+        default=(),
+        metavar="COL=LO:HI",
+        help='declared numeric ranges, e.g. age=17:90 hours=1:99, or one JSON file {"age": [17, 90]}',
+    )
+    p.add_argument(
+        "--categories",
+        nargs="+",
+        default=(),
+        metavar="COL=A,B,...",
+        help='declared category sets, e.g. city=Paris,Rome,Oslo, or one JSON file {"city": [...]}',
+    )
+    p.add_argument("--numeric", nargs="+", default=(), metavar="COL", help="treat these columns as numeric")
+    p.add_argument("--categorical", nargs="+", default=(), metavar="COL", help="treat these columns as categorical")
+    p.add_argument(
+        "--missing",
+        default="drop",
+        choices=("drop", "category", "error"),
+        help="rows with missing values: drop them (default), keep a missing text value as category '?', or refuse",
+    )
+    p.add_argument(
+        "--data-norm",
+        type=float,
+        metavar="B",
+        help="declared L2 bound on an encoded row (default: sqrt(number of feature columns), which always holds)",
+    )
+    p.add_argument("--regularization", type=float, default=1e-3, metavar="LAMBDA", help="L2 penalty mu (default 0.001)")
+    p.add_argument("--seed", type=int, help="seed of the privacy noise (default: OS entropy, for real releases)")
+    p.add_argument("--delimiter", default=",", help="CSV field delimiter (default ',')")
+    p.add_argument(
+        "--out", type=Path, metavar="MODEL.json", help="where to save the model (default ./<data name>.model.json)"
+    )
+    p.add_argument("--quiet", action="store_true", help="print nothing but warnings and errors")
+    p.set_defaults(func=run)
+
+
+def warn(command: str, message: str) -> None:
+    """A one-line warning on stderr (privacy warnings are shown even with ``--quiet``)."""
+    print(f"dpopt {command}: warning: {message}", file=sys.stderr)
+
+
+def read_table(path: Path, delimiter: str) -> tuple[dict[str, np.ndarray], int]:
+    """Read a CSV into columns; user-fixable problems become :class:`UserError`."""
+    from ..datasets.csvfile import read_csv_columns
+
+    try:
+        return read_csv_columns(path, delimiter=delimiter)
+    except FileNotFoundError:
+        raise UserError(f"no such file: {path}") from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError, ValueError) as exc:
+        raise UserError(str(exc)) from None
+
+
+def _json_file(spec: list[str], option: str):
+    """The object in a JSON file when ``spec`` is one existing ``*.json`` path, else None."""
+    if len(spec) != 1 or "=" in spec[0]:
+        return None
+    path = Path(spec[0])
+    if not path.is_file():
+        raise UserError(f"{option} expects COL=... items or a JSON file; {spec[0]!r} is neither")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"{option} file {path} is not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{option} file {path} must hold a JSON object {{column: ...}}")
+    return data
+
+
+def parse_bounds(spec) -> dict[str, tuple[float, float]]:
+    """``["age=17:90", ...]`` or ``["bounds.json"]`` → ``{"age": (17.0, 90.0)}``."""
+    spec = list(spec)
+    data = _json_file(spec, "--bounds")
+    items = data.items() if data is not None else (_split_item(s, "--bounds", "COL=LO:HI") for s in spec)
+    out = {}
+    for name, value in items:
+        try:
+            lo, hi = value.split(":") if isinstance(value, str) else value
+            lo, hi = float(lo), float(hi)
+        except (TypeError, ValueError):
+            raise UserError(f"--bounds for {name!r} must be LO:HI (two numbers), got {value!r}") from None
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+            raise UserError(f"--bounds for {name!r} must be finite with LO < HI, got {lo:g}:{hi:g}")
+        out[name] = (lo, hi)
+    return out
+
+
+def parse_categories(spec) -> dict[str, list[str]]:
+    """``["city=Paris,Rome"]`` or ``["categories.json"]`` → ``{"city": ["Paris", "Rome"]}``."""
+    spec = list(spec)
+    data = _json_file(spec, "--categories")
+    items = data.items() if data is not None else (_split_item(s, "--categories", "COL=A,B,...") for s in spec)
+    out = {}
+    for name, value in items:
+        cats = [c.strip() for c in value.split(",")] if isinstance(value, str) else value
+        if not isinstance(cats, list) or not cats or not all(isinstance(c, str) and c for c in cats):
+            raise UserError(f"--categories for {name!r} must be a non-empty list of names, got {value!r}")
+        out[name] = cats
+    return out
+
+
+def _split_item(item: str, option: str, form: str) -> tuple[str, str]:
+    name, sep, value = item.rpartition("=")
+    if not sep or not name.strip():
+        raise UserError(f"{option} items look like {form}, got {item!r}")
+    return name.strip(), value
+
+
+def _check_budget(args) -> tuple[str, float, float]:
+    from .._validation import check_delta, check_nonnegative, check_positive
+    from ..estimators import METHODS
+    from ..estimators._dispatch import needs_delta
+
+    try:
+        epsilon = check_positive("--epsilon", args.epsilon)
+        delta = check_delta("--delta", args.delta)
+        check_nonnegative("--regularization", args.regularization)
+        if args.data_norm is not None:
+            check_positive("--data-norm", args.data_norm)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    if args.model not in MODELS:
+        raise UserError(f"--model must be one of {', '.join(MODELS)}, got {args.model!r}")
+    method = args.method
+    if method != "auto" and method not in METHODS:
+        raise UserError(f"unknown --method {method!r}; choose auto or one of {', '.join(METHODS)}")
+    if method != "auto" and needs_delta(method) and delta == 0.0:
+        raise UserError(f"--method {method} gives (epsilon, delta)-DP: give --delta > 0 (e.g. --delta 1e-6)")
+    return method, epsilon, delta
+
+
+def disclosures(schema, classes, n_rows: int, relation: str) -> list[str]:
+    """What the model file releases outside the privacy guarantee (stored in its privacy record)."""
+    out = []
+    derived = schema.data_derived_bounds
+    if derived:
+        out.append(
+            "numeric ranges (min, max) of " + ", ".join(derived) + " were computed from the data and are "
+            "stored in the model: not covered by the guarantee (declare them with --bounds)"
+        )
+    cats = schema.data_derived_categories
+    if cats:
+        out.append(
+            "the category sets of " + ", ".join(cats) + " were read from the data and are stored in the model "
+            "(they show which values occur): a disclosed non-private step (declare them with --categories)"
+        )
+    out.append(f"the class labels {list(map(str, classes))} were read from the data and are stored in the model")
+    public = "public under the replace_one relation" if relation == "replace_one" else "not covered by the guarantee"
+    out.append(f"the number of training rows ({n_rows}) is stored in the model: {public}")
+    return out
+
+
+def run(args) -> int:
+    from ..datasets.preprocess import learn_schema
+    from ..estimators import DPHuberSVC, DPLogisticRegression
+    from ..estimators.persist import save_model
+    from ..progress import Progress
+
+    method, epsilon, delta = _check_budget(args)
+    bounds = parse_bounds(args.bounds)
+    categories = parse_categories(args.categories)
+    out = args.out if args.out is not None else Path(f"{args.data.stem}.model.json")
+    if not (out.parent if str(out.parent) else Path(".")).is_dir():
+        raise UserError(f"--out folder {str(out.parent)!r} does not exist")
+
+    columns, first_line = read_table(args.data, args.delimiter)
+    if args.target not in columns:
+        raise UserError(f"target column {args.target!r} not found in {args.data}; columns are {list(columns)}")
+    features = [c for c in columns if c != args.target]
+    for option, given in (
+        ("--bounds", bounds),
+        ("--categories", categories),
+        ("--numeric", args.numeric),
+        ("--categorical", args.categorical),
+    ):
+        unknown = [c for c in given if c not in features]
+        if unknown:
+            raise UserError(f"{option} names unknown feature column(s) {unknown}; feature columns are {features}")
+    try:
+        schema, kept = learn_schema(
+            columns,
+            args.target,
+            categorical=list(args.categorical) or None,
+            numeric=list(args.numeric) or None,
+            numeric_bounds=bounds,
+            categories=categories,
+            missing=args.missing,
+            norm_bound=None,
+            row_offset=first_line,
+        )
+        X = schema.encode({c: columns[c][kept] for c in schema.names}, row_numbers=kept + first_line).X
+    except ValueError as exc:
+        raise UserError(f"{args.data}: {exc}") from None
+    y = columns[args.target][kept]
+    classes = np.unique(y)
+    if classes.size < 2:
+        shown = classes.tolist()
+        raise UserError(f"target column {args.target!r} has fewer than 2 classes {shown}: nothing to classify")
+    if schema.data_derived_bounds:
+        names = schema.data_derived_bounds
+        warn(
+            "fit",
+            "no --bounds declared for numeric column(s) "
+            + ", ".join(names)
+            + ": their min/max were computed from the data, which leaks privacy outside the guarantee; "
+            "declare ranges from domain knowledge, e.g. --bounds " + " ".join(f"{c}=LO:HI" for c in names),
+        )
+
+    estimator_class = DPLogisticRegression if args.model == "logistic" else DPHuberSVC
+    estimator = estimator_class(
+        epsilon=epsilon,
+        delta=delta,
+        method=method,
+        data_norm=args.data_norm if args.data_norm is not None else schema.row_bound,
+        regularization=args.regularization,
+        random_state=args.seed,
+    )
+    progress = Progress("dpopt fit", quiet=args.quiet)
+    resolved = estimator._resolved_method()
+    progress(0, 1, f"fitting {estimator_class.__name__} ({resolved}) on {X.shape[0]} rows x {X.shape[1]} features")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            estimator.fit(X, y)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+    for w in caught:
+        warn("fit", str(w.message))
+    progress(1, 1, "fitted")
+
+    record = estimator.privacy_record()
+    disclosed = disclosures(schema, estimator.classes_, X.shape[0], record["relation"])
+    data = {
+        "file": args.data.name,
+        "target": args.target,
+        "rows": int(X.shape[0]),
+        "rows_read": int(len(columns[args.target])),
+        "rows_dropped": int(len(columns[args.target]) - X.shape[0]),
+        "columns": len(schema.columns),
+        "features": int(X.shape[1]),
+        "classes": int(len(estimator.classes_)),
+    }
+    try:
+        save_model(
+            out,
+            estimator,
+            preprocessing=schema.to_dict(),
+            feature_names=schema.feature_names,
+            data=data,
+            disclosed=disclosed,
+        )
+    except OSError as exc:
+        raise UserError(f"cannot write the model to {out}: {exc}") from None
+    if not args.quiet:
+        _summary(estimator, record, data, disclosed, out)
+    return 0
+
+
+def _summary(estimator, record: dict, data: dict, disclosed: list[str], out: Path) -> None:
+    classes = ", ".join(map(str, estimator.classes_))
+    print(f"model      {type(estimator).__name__}, method {estimator.method_}, classes: {classes}")
+    dropped = f" ({data['rows_dropped']} dropped for missing values)" if data["rows_dropped"] else ""
+    print(f"data       {data['rows']} rows{dropped}, {data['columns']} columns -> {data['features']} features")
+    print(
+        f"privacy    epsilon = {record['epsilon']:.6g}, delta = {record['delta']:.3g} ({record['notion']} "
+        f"accounting, {record['relation']} relation, {record['guarantee']} guarantee, "
+        f"{len(record['events'])} events)"
+    )
+    for item in disclosed:
+        print(f"disclosed  {item}")
+    print(f"saved      {out}")
