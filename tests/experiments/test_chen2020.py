@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from dpopt.experiments import chen2020 as C
+from dpopt.experiments.report import read_report
 
 API_COLUMNS = ("method", "dataset", "model", "epsilon", "accuracy_mean", "accuracy_std", "objective_mean")
 
@@ -21,7 +22,7 @@ def quick_run(tmp_path_factory):
     config = replace(C.QUICK, max_rows=1500, eval_folds=1, study_max_rows=1500, study_epsilons=(0.2,),
                      study_values=4)
     seen = []
-    result = C.run(config=config, out=out, seed=3, n_jobs=1, progress=lambda *a: seen.append(a))
+    result = C.run(config=config, out=out, seed=3, jobs=1, progress=lambda *a: seen.append(a))
     return result, out, seen
 
 
@@ -112,9 +113,12 @@ def test_compare_verdicts():
                 "accuracy_std": std, "runs": runs}
 
     summary = [cell("dp-blsgd", 0.80, 0.01), cell("dp-sgd", 0.70, 0.01), cell("dp-agd", 0.801, 0.01),
-               cell("outpert", 0.90, 0.01)]
+               cell("outpert", 0.90, 0.01), cell("objpert", 0.50, 0.0, runs=1)]
     verdicts = {c["baseline"]: c["verdict"] for c in C.compare(summary)}
-    assert verdicts == {"dp-sgd": "better", "dp-agd": "tie", "outpert": "worse"}
+    assert verdicts == {"dp-sgd": "better", "dp-agd": "tie", "outpert": "worse", "objpert": "n/a"}
+    counts = {row["baseline"]: row for row in C.comparison_counts(C.compare(summary))}
+    assert counts["DP-SGD"]["higher in most cells"] and not counts["OutPert"]["higher in most cells"]
+    assert counts["ObjPert"]["n/a"] == 1 and counts["ObjPert"]["better"] == 0  # one fit: no spread, no verdict
 
 
 def test_bad_configurations_are_refused():
@@ -131,3 +135,34 @@ def test_prepare_data_appends_a_bias_and_keeps_the_unit_ball():
     assert X.shape == (300, 109) and y.shape == (300,)
     assert np.allclose(X[:, -1], 1 / math.sqrt(2))
     assert np.linalg.norm(X, axis=1).max() <= 1.0 + 1e-12
+
+
+def test_report_states_setup_verdict_and_privacy(quick_run):
+    result, out, _ = quick_run
+    outline = read_report(out / "report.html")
+    assert outline.headings[:6] == ["What was run", "Do DP-BLSGD and DP-BLGD beat the baselines?", "Figures",
+                                    "Summary table", "Data", "Privacy guarantee"]  # fmt: skip
+    assert "Hyper-parameter study (Fig. 1, logistic regression on adult)" in outline.headings
+    assert outline.headings[-1] == "Files"
+    assert [png for _, png in outline.figures] == [p.read_bytes() for p in result.figures.values()]
+    text = outline.text
+    assert "a custom configuration" in text and "Seed 3 fixes every split" in text
+    assert result.datasets["adult"] in text  # the data summary
+    for accountant in ("RDPAccountant", "ZCDPAccountant", "PureDPAccountant"):
+        assert accountant in text  # DP-BLSGD/DP-SGD, DP-AGD, ObjPert/diffprivlib/majority
+    assert "add_remove" in text and "replace_one" in text and "non-private reference" in text
+    # The verdict table is comparison_counts, and the claim is spelled out for the gradient baselines.
+    counts = next(t for t in outline.tables if t[0][:3] == ["method", "baseline", "cells"])
+    assert len(counts) - 1 == len(C.comparison_counts(result.comparison))
+    assert "DP-BLSGD vs DP-SGD: higher mean accuracy in" in text
+    # Accuracy per ε and method with spread, one table per (data set, model).
+    wide = [t for t in outline.tables if t[0][:2] == ["ε", "DP-BLSGD"]]
+    assert len(wide) == 2 * len(C.QUICK.models)  # accuracy and objective
+    assert all("±" in cell for row in wide[0][1:] for cell in row[1:3])
+    assert (out / "report.html").stat().st_mtime >= (out / "summary.csv").stat().st_mtime
+
+
+def test_bad_output_folder_fails_before_the_run(tmp_path):
+    (tmp_path / "f").write_text("")
+    with pytest.raises(ValueError, match="is not a folder"):
+        C.run(config=C.QUICK, out=tmp_path / "f" / "out", progress=lambda *a: pytest.fail("the run started"))

@@ -8,13 +8,17 @@ import numpy as np
 import pytest
 
 from dpopt.experiments import han2014
+from dpopt.experiments.report import read_report
 from dpopt.piecewise import RELATION, PiecewiseAffineProblem, Polytope, solve
 
 
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory):
     out = tmp_path_factory.mktemp("han2014")
-    return han2014.run(quick=True, out=out), out
+    calls = []
+    result = han2014.run(quick=True, out=out, progress=lambda *call: calls.append(call))
+    result.progress_calls = calls
+    return result, out
 
 
 def read(path):
@@ -120,3 +124,34 @@ def test_reproducible_and_validated(tmp_path):
         replace(han2014.QUICK, runs=1)
     with pytest.raises(ValueError, match="c_grid"):
         replace(han2014.QUICK, c_grid=())
+
+
+def test_progress_counts_every_mechanism_and_fig1_point(quick):
+    result, _ = quick
+    config = han2014.QUICK
+    points = {(c, config.m) for c in config.c_grid} | {(config.c, m) for m in config.m_grid}
+    total = 4 * len(points) + len(config.iteration_grid)
+    calls = result.progress_calls
+    assert [call[:2] for call in calls] == [(k, total) for k in range(1, total + 1)]
+    assert all(isinstance(label, str) and label for _, _, label in calls)
+
+
+def test_report_states_setup_verdict_and_privacy(quick):
+    result, out = quick
+    outline = read_report(out / "report.html")
+    assert outline.headings[:6] == [
+        "What was run", "Does the private subgradient method have the lowest expected objective?", "Figures",
+        "Summary table", "Data", "Privacy guarantee",
+    ]  # fmt: skip
+    assert [alt for alt, _ in outline.figures] == list(result.figures)
+    assert [png for _, png in outline.figures] == [p.read_bytes() for p in result.figures.values()]
+    text = outline.text
+    assert "dpopt reproduce han2014 --quick --seed 0" in text and f"{han2014.QUICK.runs} independent runs" in text
+    wins = sum(v["subgradient_lowest"] for v in result.verdict)
+    assert f"lowest mean at {wins} of {len(result.verdict)} grid points" in text
+    assert f"lowest mean objective at {wins} of {len(result.verdict)}" in result.text
+    privacy = next(t for t in outline.tables if t[0][:3] == ["method", "ε", "δ"])
+    assert [row[0] for row in privacy[1:]] == list(han2014.METHODS)
+    assert all(row[1] == f"{han2014.QUICK.epsilon:g}" and row[3] == "pure ε-DP" for row in privacy[1:])
+    assert {row[5] for row in privacy[1:]} == {"exact", "approximate"}  # MCMC is only approximately ε-DP
+    assert "exact ε-DP holds only in the MCMC limit" in text.replace("epsilon-DP", "ε-DP")

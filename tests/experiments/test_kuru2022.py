@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import csv
+import json
 import math
+import multiprocessing
 
 import numpy as np
 import pytest
 
 from dpopt.experiments import kuru2022
+from dpopt.experiments.report import read_report
+from dpopt.privacy import PureDPAccountant
+from dpopt.privacy import events as ev
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +32,8 @@ def read(path):
 def test_outputs_are_written(quick_run):
     result, out, lines = quick_run
     cfg = kuru2022.QUICK
-    for name in ("summary.csv", "runs.csv", "trajectories.csv", "summary.md"):
+    for name in ("summary.csv", "runs.csv", "trajectories.csv", "summary.md", "report.html",
+                 *(f"privacy/{m}.json" for m in kuru2022.METHODS)):
         assert (out / name).stat().st_size > 0
         assert result.paths[name] == out / name
     assert len(result.figures) == 4
@@ -120,6 +126,63 @@ def test_results_do_not_depend_on_the_number_of_workers():
         repetitions=2,
         trajectory_points=6,
     )
-    one = kuru2022.run(config=cfg, workers=1)
-    two = kuru2022.run(config=cfg, workers=2)
+    one = kuru2022.run(config=cfg, jobs=1)
+    two = kuru2022.run(config=cfg, jobs=2)
     assert [r["final_error_mean"] for r in one.rows] == [r["final_error_mean"] for r in two.rows]
+
+
+def test_report_is_self_contained_and_states_what_it_shows(quick_run):
+    result, out, _ = quick_run
+    outline = read_report(out / "report.html")
+    assert outline.headings == ["What was run", "Do the paper's claims hold?", "Figures", "Summary table", "Data",
+                                "Privacy guarantee", "Files"]  # fmt: skip
+    assert [alt for alt, _ in outline.figures] == list(result.figures)
+    assert [png for _, png in outline.figures] == [p.read_bytes() for p in result.figures.values()]
+    text = outline.text
+    assert "dpopt reproduce kuru2022 --quick --seed 0" in text and "--quick configuration" in text
+    assert f"{len(result.rows)} grid points, {kuru2022.QUICK.repetitions} repetitions" in text
+    assert result.problem["data"] in text and f"{result.f_star:.12g}" in text  # data summary and F*
+    assert "PureDPAccountant" in text and "replace_one" in text and "b/√2" in text
+    # The verdict tables are the claims, cell for cell.
+    claim2 = next(t for t in outline.tables if t[0][:2] == ["m", "holds"])
+    for row, (m, res) in zip(claim2[1:], result.claims["claim2"].items(), strict=True):
+        assert row[:2] == [str(m), "yes" if res["holds"] else "no"]
+    # One wide table per (m, c), its cells the summary rows.
+    wide = [t for t in outline.tables if t[0][0] == "method" and t[0][1].startswith("T = ")]
+    assert len(wide) == len(kuru2022.QUICK.batch_sizes) * len(kuru2022.QUICK.cs)
+    row = result.rows[0]
+    assert f"{row['final_error_mean']:.3g} ± {row['final_error_std']:.2g}" in " ".join(wide[0][1])
+
+
+def test_privacy_records_replay_to_the_reported_epsilon(quick_run):
+    result, out, _ = quick_run
+    assert sorted(p.stem for p in (out / "privacy").iterdir()) == sorted(kuru2022.METHODS)
+    for method in kuru2022.METHODS:
+        record = json.loads((out / "privacy" / f"{method}.json").read_text())
+        assert record["method"] == method and record["notion"] == "pure" and record["relation"] == "replace_one"
+        events = [ev.from_dict(e) for e in record["events"]]
+        assert len(events) >= 1 and all(isinstance(e, ev.Subsampled) for e in events)  # m < n: amplified
+        replay = PureDPAccountant().compose(ev.Composed(events)).get_epsilon()
+        assert replay == pytest.approx(record["epsilon"], rel=1e-12)
+        assert record["epsilon"] == pytest.approx(kuru2022.QUICK.epsilon, rel=1e-12)
+
+
+def test_bad_output_folder_fails_before_the_run(tmp_path):
+    taken = tmp_path / "taken"
+    taken.write_text("")
+    with pytest.raises(ValueError, match="exists and is not a folder"):
+        kuru2022.run(quick=True, out=taken, progress=lambda *a: pytest.fail("the run started"))
+
+
+def test_interrupted_parallel_run_stops_its_workers_and_writes_nothing(tmp_path):
+    cfg = kuru2022.Config(n=600, batch_sizes=(30, 600), iterations=(20, 40), cs=(1.0,), repetitions=2,
+                          trajectory_points=6)  # fmt: skip
+
+    def interrupt(done, total, label):
+        if done == 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        kuru2022.run(config=cfg, jobs=2, out=tmp_path / "out", progress=interrupt)
+    assert multiprocessing.active_children() == []  # the workers were terminated, not left running
+    assert list(tmp_path.iterdir()) == []

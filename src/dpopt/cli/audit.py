@@ -14,10 +14,12 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..experiments import audits
-from ..privacy.audit import AuditResult
 from . import UserError
+
+if TYPE_CHECKING:
+    from ..privacy.audit import AuditResult
 
 ALL = "all"
 
@@ -47,6 +49,8 @@ def register(sub) -> None:
 
 
 def _list() -> int:
+    from ..experiments import audits
+
     names = audits.available()
     width = max(len(n) for n in names)
     for name in names:
@@ -57,6 +61,8 @@ def _list() -> int:
 def _targets(requested: list[str]) -> list[str]:
     if not requested:
         raise UserError("name a target (see 'dpopt audit --list') or use 'all'")
+    from ..experiments import audits
+
     known = audits.available()
     names = known if ALL in requested else list(dict.fromkeys(requested))
     unknown = [n for n in names if n not in known]
@@ -128,6 +134,8 @@ def run(args) -> int:
         return _list()
     _check(args)
     names = _targets(args.targets)
+    from ..experiments import audits
+
     results = []
     for name in names:
         results.append(
