@@ -45,7 +45,6 @@ run has finished).
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
@@ -55,6 +54,7 @@ import numpy as np
 
 from .._validation import check_int, check_positive
 from ..piecewise import PiecewiseAffineProblem, Polytope, minimize, solve, subgradient_method
+from ._blas import single_threaded_blas
 from .report import (
     Section,
     atomic_output,
@@ -494,18 +494,6 @@ def _report(tmp: Path, result: Han2014Run, figures: dict) -> Path:
     )
 
 
-@contextlib.contextmanager
-def _single_threaded_blas():
-    """One BLAS thread: small (R, d) × (d, m) products run slower multi-threaded on a busy box."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # optional: only a speed-up
-        yield
-        return
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
-
-
 def run(
     quick: bool = False,
     out=None,
@@ -545,7 +533,7 @@ def run(
             progress(len(done), total, label)
 
     privacy = {}
-    with _single_threaded_blas():
+    with single_threaded_blas():
         for sweep, value, c, m in points:
             if (c, m) not in cache:
                 cache[(c, m)] = _evaluate_point(A, b, config, c, m, len(cache), log)

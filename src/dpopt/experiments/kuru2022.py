@@ -57,6 +57,7 @@ from ..accelerated import DataPass, bounds, minimize, schedules
 from ..accelerated.allocation import closed_form_scales, log_coefficients
 from ..datasets import kuru2022_logistic
 from ..objectives import L2, Objective
+from ._blas import single_threaded_blas
 from .report import (
     Section,
     atomic_output,
@@ -254,18 +255,6 @@ def _task(method: str, m: int, T: int, c: float, seed_seq) -> dict:
     return {"row": row, "trajectory": traj, "privacy": result.privacy_record()}
 
 
-@contextlib.contextmanager
-def _single_threaded_blas():
-    """One BLAS thread: the (R, d) × (d, rows) products are slower multi-threaded on a busy box."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # optional: only a speed-up
-        yield
-        return
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
-
-
 def _init_worker(state: dict) -> None:
     """Worker process: the shared state, and one BLAS thread for the rest of its life.
 
@@ -307,7 +296,7 @@ def _run_tasks(config: Config, state: dict, jobs: int, progress) -> list[dict]:
         _STATE.clear()
         _STATE.update(state)
         try:
-            with _single_threaded_blas():
+            with single_threaded_blas():
                 for task in tasks:
                     done.append(_task(*task))
                     progress(len(done), len(tasks), _progress_label(done[-1]["row"]))
