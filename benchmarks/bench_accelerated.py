@@ -19,7 +19,6 @@ Timings depend on the machine and its load; compare ratios within one run only.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import platform
 import time
 
@@ -27,18 +26,11 @@ import numpy as np
 
 from dpopt.accelerated import NonPrivateGradientOracle, PrivateGradientOracle, algorithms, make_plan
 from dpopt.datasets import kuru2022_logistic
+from dpopt.experiments._blas import single_threaded_blas
 from dpopt.objectives import L2, Objective
 from dpopt.privacy import Ledger
 
 TARGET = 1.3
-
-
-def _single_threaded_blas():
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
 
 
 def _block(oracle, plan, X0) -> float:
@@ -89,7 +81,7 @@ def main() -> int:
         f"{'non-private ms/it':>18} {'ratio':>7}"
     )
     worst = 0.0
-    with _single_threaded_blas():
+    with single_threaded_blas():
         for batch_size in (objective.n, 1000):
             for precision in ("float32", "float64"):
                 priv, base, ratio = measure(

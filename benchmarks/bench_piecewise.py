@@ -22,6 +22,7 @@ import time
 import numpy as np
 
 from dpopt.experiments import han2014
+from dpopt.experiments._blas import single_threaded_blas
 from dpopt.piecewise import METHODS, EpigraphLP, PiecewiseAffineProblem, minimize
 
 TARGET_POINT_S = 30.0
@@ -63,7 +64,7 @@ def main() -> None:
     parser.add_argument("--experiment", action="store_true", help="also time the full experiment")
     args = parser.parse_args()
     print(f"machine: {os.cpu_count()} CPU(s), load average {os.getloadavg()[0]:.2f} (shared)")
-    with han2014._single_threaded_blas():
+    with single_threaded_blas():
         for d, m, c in ((10, 20, 1.0), (10, 200, 1.0)):
             rows = bench_point(d, m, c, args.runs, args.steps)
             total = sum(s for _, s in rows)
