@@ -126,7 +126,12 @@ def independent_rdp(event: ev.Event) -> tuple:
                 value = min(bound, unamplified)
         out.append(float(value))
         paper.append(float(bound))
-    return np.array(out), np.array(paper)
+    out = np.array(out)
+    if rate != 1 and not isinstance(event, ev.Gaussian):
+        # Rényi divergences grow with the order, so a bound at a larger order also holds at a
+        # smaller one: the accountant keeps min over α' ≥ α (Zhu–Wang is not monotone in α).
+        out = np.minimum.accumulate(out[::-1])[::-1]
+    return out, np.array(paper)
 
 
 def iterations(result):
@@ -269,7 +274,24 @@ def test_same_seed_same_run():
 
 def test_hyper_parameter_defaults_are_section_5_4():
     h = LineSearchHyper()
-    assert (h.rate, h.c_grad, h.c_obj, h.xi) == (0.1, 3.0, 1.0, 0.3)
+    assert (h.rate, h.c_obj, h.xi) == (0.1, 1.0, 0.3)
+    # C_grad: §5.4's 3 unless the model declares a smaller per-example gradient bound
+    assert h.clip_for(make_model(n=50)) == 3.0
+    X = np.random.default_rng(0).normal(size=(50, 3))
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    assert h.clip_for(LinearModel("logistic", X, y, l2=1e-3, data_norm=1.0)) == 1.0
+    assert h.clip_for(LinearModel("logistic", X, y, l2=1e-3, data_norm=10.0)) == 3.0
+    assert LineSearchHyper(c_grad=0.5).clip_for(make_model(n=50)) == 0.5
+    # DP-BLSGD-AC adapts C_grad downwards itself and starts from §5.4's 3
+    unit = LinearModel("logistic", X / np.linalg.norm(X, axis=1).max(), y, l2=1e-3, data_norm=1.0)
+    assert h.clip_for(unit, adaptive=True) == 3.0
+    assert dp_blsgd_ac(unit, epsilon=0.5, delta=1e-6, rng=0, max_iter=2).info["c_grad_initial"] == 3.0
+    assert dp_blsgd(unit, epsilon=0.5, delta=1e-6, rng=0, max_iter=2).info["c_grad_initial"] == 1.0
+    # η0: 16/R² for a declared row bound R, else 2
+    assert h.eta0_for(make_model(n=50)) == 2.0
+    assert h.eta0_for(LinearModel("logistic", X, y, data_norm=2.0)) == 4.0
+    assert LineSearchHyper(eta0=0.3).eta0_for(make_model(n=50)) == 0.3
+    assert h.query == "decrease"
     assert (h.alpha, h.beta, h.tau, h.varsigma) == (0.5, 0.8, 10, 1.2)
     assert (h.phi_max, h.phi_min, h.psi, h.zeta) == (1.1, 0.5, 0.8, 0.05)
     assert h.noise == "laplace"
@@ -376,3 +398,24 @@ def test_oracle_gradient_noise_scale_and_normalization():
     stderr = draws.std(axis=0) / math.sqrt(len(draws))
     assert np.all(np.abs(draws.mean(axis=0) - exact) < 5 * stderr)
     assert ledger.events[-1] == ev.Subsampled(ev.Gaussian(clip / math.sqrt(2 * rho), clip), 0.3)
+
+
+def test_budget_allocation_choices_of_figure_1():
+    model = make_model(n=300)
+    runs = {b: dp_blsgd(model, epsilon=0.3, delta=1e-6, rng=4, rate=0.2, budget_increase=b)
+            for b in ("no", "must", "adap")}
+    no, must, adap = runs["no"], runs["must"], runs["adap"]
+    # "no": a failed search ends the iteration; every iteration is one gradient and one search
+    assert no.info["line_search_failures"] > 0
+    assert set(no.info["events_per_iteration"]) == {2}
+    assert no.info["rho_grad"] == no.info["rho_grad_initial"]
+    assert sum(no.info["cheb_actions"].values()) == 0
+    # "must": every failure enlarges the gradient budget, whatever the angle
+    acts = must.info["cheb_actions"]
+    assert acts["gradient"] > 0 and acts["line_search"] == acts["none"] == 0
+    # "adap" (the default) is CHEB and decides by the angle test
+    assert sum(adap.info["cheb_actions"].values()) == adap.info["gradients"] - adap.nit
+    for r in runs.values():
+        assert r.privacy.epsilon <= 0.3 * (1 + 1e-9)
+    with pytest.raises(ValueError, match="budget_increase"):
+        dp_blsgd(model, epsilon=0.3, delta=1e-6, budget_increase="sometimes")

@@ -92,10 +92,23 @@ def test_dp_sgd_noise_scale_on_a_zero_gradient_model():
     assert abs(np.mean(res.x)) < 6 * expected_std / math.sqrt(d)
 
 
-def test_dp_sgd_default_step_is_one_over_L(logistic, huber):
-    assert B.dp_sgd(logistic, epsilon=1.0, delta=DELTA, rng=0, steps=1).info["lr"] == pytest.approx(
-        1.0 / (0.25 + 1e-2))
-    assert B.dp_sgd(huber, epsilon=1.0, delta=DELTA, rng=0, steps=1).info["lr"] == pytest.approx(1.0 / (1.0 + 1e-2))
+def test_dp_sgd_default_step_and_clip(logistic, huber):
+    # 1/(c R² + μ) with c = sup ℓ'' capped at ¼ for margin losses (the Huberized hinge's is 1)
+    for model in (logistic, huber):
+        info = B.dp_sgd(model, epsilon=1.0, delta=DELTA, rng=0, steps=1).info
+        assert info["lr"] == pytest.approx(1.0 / (0.25 + 1e-2))
+        assert info["c_grad"] == 3.0  # §5.4: no declared bound on the rows
+    X, y = _data(n=200)
+    bounded = LinearModel("huberized_hinge", 2.0 * X, y, l2=1e-2, data_norm=2.0)
+    info = B.dp_sgd(bounded, epsilon=1.0, delta=DELTA, rng=0, steps=1).info
+    assert info["lr"] == pytest.approx(1.0 / (0.25 * 4.0 + 1e-2))  # R from the model
+    assert info["c_grad"] == 2.0  # the per-example gradient bound |ℓ'|·R
+    assert B.dp_agd(bounded, epsilon=1.0, delta=DELTA, rng=0, max_iter=1).info["c_grad"] == 2.0
+    squared = LinearModel("squared", X, X[:, 0], l2=1e-2)
+    assert B.dp_sgd(squared, epsilon=1.0, delta=DELTA, rng=0, steps=1).info["lr"] == pytest.approx(
+        1.0 / (1.0 + 1e-2))  # not a margin loss: the classic 1/L
+    with pytest.raises(ValueError, match="lr is required"):
+        B.dp_sgd(LinearModel("hinge", X, y), epsilon=1.0, delta=DELTA, rng=0, steps=1)
 
 
 def test_dp_sgd_learns_with_a_large_budget(logistic):

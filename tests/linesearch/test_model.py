@@ -201,3 +201,81 @@ def test_minibatches_larger_than_a_block_and_empty_minibatches():
     assert count == 0
     assert model.clipped_loss_sum(w, empty, 1.0) == 0.0
     np.testing.assert_array_equal(model.clipped_loss_along(w, g, empty, 1.0)(steps), [0.0, 0.0])
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_clipped_decrease_along_is_the_clipped_per_record_decrease(batched):
+    X, y = data(90, 4, seed=4)
+    model = LinearModel("logistic", X, y)
+    rng = np.random.default_rng(5)
+    idx = np.sort(rng.choice(90, 40, replace=False))
+    steps = np.array([3.0, 1.0, 0.2, 0.0])
+    if batched:
+        w, g = rng.normal(size=(2, 4)), rng.normal(size=(2, 4))
+        steps = np.stack([steps, steps / 2])
+    else:
+        w, g = rng.normal(size=4), rng.normal(size=4)
+    cap = 0.8
+    got = model.clipped_decrease_along(w, g, idx, cap)(steps)
+
+    def f(v):  # per-record losses on idx, from the definition
+        return np.log1p(np.exp(-y[idx] * (X[idx] @ v)))
+
+    ws, gs, ss = (w, g, steps) if batched else (w[None], g[None], steps[None])
+    want = np.array([[np.clip(f(wr) - f(wr - s * gr), -cap, cap).sum() for s in sr]
+                     for wr, gr, sr in zip(ws, gs, ss, strict=True)])
+    np.testing.assert_allclose(got, want if batched else want[0], rtol=1e-12, atol=1e-12)
+    assert np.all(np.abs(got) <= cap * len(idx))
+    # with a cap above every change it is the exact decrease of the (unclipped) loss sum
+    exact = model.clipped_decrease_along(w, g, idx, 1e6)(steps)
+    along = model.clipped_loss_along(w, g, idx, 1e6)(steps)
+    np.testing.assert_allclose(exact, along[..., -1:] - along, rtol=1e-10, atol=1e-10)
+
+
+def test_clipped_decrease_has_sensitivity_cap_under_add_remove():
+    X, y = data(40, 3, seed=6, scale=5.0)
+    rng = np.random.default_rng(7)
+    w, g = rng.normal(size=3), 3.0 * rng.normal(size=3)
+    steps = np.array([5.0, 1.0, 0.1])
+    full = LinearModel("logistic", X, y).clipped_decrease_along(w, g, None, 0.5)(steps)
+    for i in range(40):
+        keep = np.arange(40) != i
+        less = LinearModel("logistic", X[keep], y[keep]).clipped_decrease_along(w, g, None, 0.5)(steps)
+        assert np.all(np.abs(full - less) <= 0.5 + 1e-12)
+    assert np.abs(full).max() > 0.5  # the bound is not trivially met
+
+
+def test_declared_data_norm_is_enforced_and_gives_public_constants():
+    X, y = data(50, 3, seed=8)  # rows of norm ≈ 3√3 > 2
+    model = LinearModel("logistic", X, y, l2=0.01, data_norm=2.0)
+    assert model.projected_rows > 0
+    assert np.linalg.norm(model.X, axis=1).max() <= 2.0
+    assert model.gradient_bound == 2.0  # sup|ℓ'| = 1 times R
+    assert model.smoothness_bound == pytest.approx(0.25 * 4.0 + 0.01)
+    plain = LinearModel("logistic", X, y)
+    assert plain.data_norm is None and plain.gradient_bound is None and plain.smoothness_bound is None
+    assert LinearModel("huberized_hinge", X, y, data_norm=1.0).smoothness_bound == pytest.approx(1.0)
+    assert LinearModel("squared", X, X[:, 0], data_norm=1.0).gradient_bound is None  # unbounded φ'
+    with pytest.raises(ValueError, match="data_norm"):
+        LinearModel("logistic", X, y, data_norm=0.0)
+    # a generic PrivateModel declares nothing and has no decrease query
+    ref = DenseLogistic(X, y)
+    assert ref.gradient_bound is None and ref.smoothness_bound is None and ref.data_norm is None
+    with pytest.raises(NotImplementedError, match="query='objective'"):
+        ref.clipped_decrease_along(np.zeros(3), np.ones(3), None, 1.0)
+
+
+def test_full_data_margins_are_shared_between_queries_at_the_same_point():
+    X, y = data(200, 4, seed=10)
+    model, fresh = LinearModel("logistic", X, y), LinearModel("logistic", X, y)
+    rng = np.random.default_rng(11)
+    w, g = rng.normal(size=4), rng.normal(size=4)
+    total, _ = model.per_example_clipped_grad_sum(w, None, 1.0)
+    assert model._margin_cache is not None and np.array_equal(model._margin_cache[0], w)
+    steps = np.array([1.0, 0.5])
+    np.testing.assert_array_equal(model.clipped_loss_along(w, g, None, 1.0)(steps),
+                                  fresh.clipped_loss_along(w, g, None, 1.0)(steps))
+    w[0] += 1.0  # the caller changes its array in place: the cache must not be fooled
+    np.testing.assert_allclose(model.per_example_clipped_grad_sum(w, None, 1.0)[0],
+                               fresh.per_example_clipped_grad_sum(w, None, 1.0)[0], rtol=1e-12)
+    assert not np.allclose(total, model.per_example_clipped_grad_sum(w, None, 1.0)[0])

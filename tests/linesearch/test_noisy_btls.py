@@ -233,3 +233,45 @@ def test_bad_inputs_name_the_parameter():
     with pytest.raises(ValueError, match="cap"):
         Ray.of_model(model, np.zeros(3), np.ones(3), cap=0.0)
     assert ledger.events == []  # nothing was charged by the refused calls
+
+
+def test_decrease_queries_agree_with_objective_queries_below_the_cap():
+    model, rng = problem(4, n=60)
+    w, g = 0.3 * rng.normal(size=3), 0.3 * rng.normal(size=3)
+    idx = np.arange(0, 60, 3)
+    steps = candidate_steps(1.0, 0.6, 6)
+    objective = Ray.of_model(model, w, g, cap=1e6, indices=idx, weight=20.0)
+    decrease = Ray.of_model(model, w, g, cap=1e6, indices=idx, weight=20.0, query="decrease")
+    np.testing.assert_allclose(armijo_queries(decrease, steps, 0.4),
+                               armijo_queries(objective, steps, 0.4), rtol=1e-9, atol=1e-9)
+    assert float(decrease.origin) == 0.0
+    assert float(objective.origin) == pytest.approx(model.clipped_loss_sum(w, idx, 1e6)
+                                                    + 20.0 * model.regularizer_value(w))
+    # and the noise-free search returns the classic Armijo step with either query
+    want = classic_armijo(model.value, w, model.grad(w), 4.0, 0.5, 0.8, 12)
+    ray = Ray.of_model(model, w, model.grad(w), cap=1e6, query="decrease")
+    assert noisy_btls(ray, eta0=4.0, budget=math.inf, alpha=0.5, beta=0.8, max_it=12) == pytest.approx(want)
+
+
+def test_clipped_objective_prefers_the_majority_class_but_the_decrease_query_does_not():
+    """Why ``query="decrease"`` is the default: with C_obj = 1 the clipped objective is
+    lower at a confident majority-class predictor than at the minimizer on imbalanced data,
+    so the Armijo test along the way back from there fails for every step that goes more
+    than a tenth of the way, while the clipped per-record decreases see the true descent."""
+    rng = np.random.default_rng(0)
+    n = 2000
+    y = np.where(rng.random(n) < 0.25, 1.0, -1.0)
+    X = np.column_stack([0.8 * y + rng.normal(size=n), np.ones(n)]) / 2.0  # optimum: 83 % accurate
+    model = LinearModel("logistic", X, y, l2=1e-3)
+    from dpopt.linesearch.baselines import non_private
+
+    best = non_private(model, epsilon=1.0, delta=0.0).x
+    majority = np.array([0.0, -12.0])  # predicts −1 for everyone, with a large margin
+    assert model.clipped_loss_sum(majority, None, 1.0) < model.clipped_loss_sum(best, None, 1.0)
+    assert model.value(majority) > model.value(best)
+    g = majority - best  # the step back to the minimizer is η = 1 along −g
+    objective = Ray.of_model(model, majority, g, cap=1.0, query="objective")
+    decrease = Ray.of_model(model, majority, g, cap=1.0, query="decrease")
+    steps = candidate_steps(1.0, 0.8, 15)
+    assert np.all(armijo_queries(objective, steps, 1e-3)[steps >= 0.1] < 0)
+    assert np.all(armijo_queries(decrease, steps, 1e-3) > 0)

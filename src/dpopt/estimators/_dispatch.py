@@ -3,7 +3,9 @@
 The estimators hand over data that already satisfy ‖x_i‖₂ ≤ 1 (rows clipped
 and scaled by the estimator, intercept column included) and labels ±1; this
 module turns the method name into the family's call with public constants
-derived from that bound only, never from the data.
+derived from that bound only, never from the data (for the line-search
+family: ``LinearModel(..., data_norm=1)``, from which the clipping threshold,
+the initial step and DP-SGD's step size default).
 """
 
 from __future__ import annotations
@@ -68,6 +70,8 @@ def fit_linear(
         from ..linesearch import registry
         from ..linesearch.model import LinearModel
 
-        model = LinearModel(loss, X, y, l2=regularization)
+        # Declaring the bound lets the line-search family default C_grad to the true per-example
+        # gradient bound (1, not §5.4's 3) and its largest step to 16 (see LineSearchHyper).
+        model = LinearModel(loss, X, y, l2=regularization, data_norm=1.0)
         return registry.fit(method, model, epsilon=epsilon, delta=delta, rng=rng, **params)
     raise ValueError(f"method must be one of {list(METHODS)}, got {method!r}")

@@ -26,6 +26,16 @@ Each outer iteration t (Algorithm 2):
 5. intelligent backtracking: every τ iterations η₀ ← min{ς·max Ω, η₀} over the
    steps Ω chosen since the last reset (§4.2).
 
+Defaults beyond §5.4 (documented on :class:`LineSearchHyper`, measured on
+Adult with rows ‖x‖₂ ≤ 1).  §5.4's C_grad = 3 and an η₀ of 2 suit the paper's
+unnormalized features; with a declared row bound R the defaults are
+C_grad = min{3, G} (G the per-example gradient bound) and η₀ = 16/R², and the
+line search asks for clipped per-record *decreases* rather than differences of
+the clipped objective (same sensitivity C_obj, same events), because the
+clipped objective is lowest at the majority-class predictor on imbalanced
+data.  With the literal settings DP-BLGD ended at the majority class at every
+ε on Adult (logistic and Huberized SVM).
+
 Privacy budget tracking (§4.3).  A :class:`~dpopt.privacy.Ledger` with the RDP
 accountant and the add/remove-one relation holds the total (ε, δ); every
 sub-routine is charged as its amplified event (Poisson ``Subsampled`` of the
@@ -55,11 +65,19 @@ from .._validation import (
 from ..privacy import Ledger
 from ..result import DPResult
 from .cheb import AngleAverage, angle_between, cheb, gradient_average
-from .model import PrivateModel
-from .noisy_btls import NOISES, reset_initial_step
+from .model import PAPER_C_GRAD, PrivateModel, default_gradient_clip
+from .noisy_btls import NOISES, QUERIES, reset_initial_step
 from .oracle import LineSearchOracle
 
-__all__ = ["LineSearchHyper", "dp_blsgd", "dp_blgd", "dp_blsgd_ac", "METHODS"]
+__all__ = ["LineSearchHyper", "dp_blsgd", "dp_blgd", "dp_blsgd_ac", "METHODS", "DEFAULT_ETA0", "ETA0_R2",
+           "BUDGET_INCREASES"]
+
+#: η₀ when the model declares no row bound (chen2020 does not state its η₀).
+DEFAULT_ETA0 = 2.0
+#: η₀·R² for a model with rows ‖x‖₂ ≤ R (see ``LineSearchHyper.eta0``).
+ETA0_R2 = 16.0
+#: Choices of ``LineSearchHyper.budget_increase`` (chen2020 §5.5, Fig. 1).
+BUDGET_INCREASES = ("no", "must", "adap")
 
 _NOTES = (
     "Renyi DP with Poisson subsampling (chen2020 Sec. 4.3): each sub-routine is charged as its "
@@ -79,7 +97,15 @@ class LineSearchHyper:
     rate:
         Poisson sampling rate q (§5.4: 0.1).  DP-BLGD always uses 1 (full batch).
     c_grad:
-        Per-example gradient clipping threshold C_grad, eq. (6) (§5.4: 3).
+        Per-example gradient clipping threshold C_grad, eq. (6).  Default (None):
+        §5.4's 3, lowered to the model's public per-example gradient bound G when
+        it declares one (:func:`~dpopt.linesearch.model.default_gradient_clip`;
+        ``LinearModel(..., data_norm=1)`` with the logistic loss: G = 1).  §5.4's
+        3 was set for unnormalized features (‖x‖₂ ≈ 3.7 on Adult); on rows with
+        ‖x‖₂ ≤ 1 it clips nothing and triples the gradient noise.  DP-BLSGD-AC
+        keeps 3: it lowers C_grad itself (eq. (9)), and started at G it shrinks
+        below the gradient norms at once (measured on Adult, Huberized SVM: test
+        accuracy at the majority level 0.768 from G, 0.83 from 3 at ε ≥ 0.4).
     c_obj:
         Objective clipping threshold C_obj = Δ_q of the line-search queries (§5.4: 1).
     planned_iterations:
@@ -94,8 +120,15 @@ class LineSearchHyper:
     xi:
         Budget increase rate ξ of CHEB / DP-AGD (§5.4: 0.3).
     eta0:
-        Initial step η₀ of the line search.  §5.4 does not state it; 2.0 with
-        ``max_it`` = 15 and β = 0.8 spans steps 2.0 … 0.088.
+        Initial (and, through intelligent backtracking, largest) step η₀ of the
+        line search; chen2020 does not state it.  Default (None): 16/R² when the
+        model declares a row bound R (``LinearModel(..., data_norm=R)``), else
+        2.0.  On Adult with ‖x‖₂ ≤ 1 (R = 1) the steps DP-BLGD accepts reach
+        8–12 for logistic regression and the Huberized SVM, so a η₀ of 2 caps
+        every step and leaves the model at the majority class; 16 is four times
+        the 1/L step of the logistic loss (L ≤ R²/4).  With ``max_it`` = 15 and
+        β = 0.8 the candidates span η₀ … 0.044·η₀, and intelligent
+        backtracking lowers η₀ to ς·(largest recent step) every τ iterations.
     alpha:
         Armijo constant α of eq. (2) (§5.4: 0.5).
     beta:
@@ -112,6 +145,27 @@ class LineSearchHyper:
         Decay ψ of the angle moving average, eq. (7) (§5.4: 0.8).
     zeta:
         Clipping decrease rate ζ of eq. (9), DP-BLSGD-AC only (§5.4: 0.05).
+    query:
+        What each NoisyBTLS query measures (both have sensitivity Δ_q = C_obj, so
+        the privacy events are the same).  ``"decrease"`` (default): the
+        per-record decrease f_i(w) − f_i(w − ηg) clipped to [−C_obj, C_obj], plus
+        the public regularizer's decrease.  ``"objective"``: chen2020 Theorem 1's
+        clipped objective Σ min{f_i, C_obj}.  The two agree while no loss
+        exceeds C_obj.  The clipped objective is flat for records whose loss
+        exceeds C_obj, and on imbalanced data (Adult: 24 % positive) it is lower
+        at the majority-class predictor (minority records capped at C_obj = 1)
+        than at the true minimizer: one noisy-accepted long step lands there,
+        no candidate step passes the Armijo test afterwards, and the budget
+        increases exhaust the budget (measured: DP-BLGD at ε = 1.6 stopped after 3
+        iterations at the majority class).  Clipping decreases instead keeps
+        the Armijo test on the true objective.
+    budget_increase:
+        What a failed line search does (the "budget allocation" of §5.5, Fig. 1):
+        ``"adap"`` (default) — CHEB, Algorithm 3 (DP-BLGD: DP-AGD's increase);
+        ``"must"`` — a second gradient is drawn and averaged in and ρ_grad always
+        grows by (1 + ξ), whatever the angle (DP-BLGD: as ``"adap"``);
+        ``"no"`` — never increase: the iteration ends without a step and the
+        next one starts with a fresh gradient.
     lazy:
         Evaluate line-search queries one at a time (AboveThresholdSession) rather
         than all candidates in one product; same output distribution.
@@ -132,14 +186,14 @@ class LineSearchHyper:
     """
 
     rate: float = 0.1
-    c_grad: float = 3.0
+    c_grad: float | None = None
     c_obj: float = 1.0
     planned_iterations: int = 50
     rho_grad: float | None = None
     budget_bt: float | None = None
     noise: str = "laplace"
     xi: float = 0.3
-    eta0: float = 2.0
+    eta0: float | None = None
     alpha: float = 0.5
     beta: float = 0.8
     max_it: int = 15
@@ -149,6 +203,8 @@ class LineSearchHyper:
     phi_min: float = 0.5
     psi: float = 0.8
     zeta: float = 0.05
+    query: str = "decrease"
+    budget_increase: str = "adap"
     lazy: bool = True
     w0: np.ndarray | None = field(default=None, compare=False)
     n_public: int | None = None
@@ -158,7 +214,8 @@ class LineSearchHyper:
 
     def __post_init__(self):
         check_rate("rate", self.rate)
-        check_positive("c_grad", self.c_grad)
+        if self.c_grad is not None:
+            check_positive("c_grad", self.c_grad)
         check_positive("c_obj", self.c_obj)
         check_int("planned_iterations", self.planned_iterations)
         if self.rho_grad is not None:
@@ -167,7 +224,10 @@ class LineSearchHyper:
             check_positive("budget_bt", self.budget_bt)
         check_choice("noise", self.noise, NOISES)
         check_positive("xi", self.xi)
-        check_positive("eta0", self.eta0)
+        if self.eta0 is not None:
+            check_positive("eta0", self.eta0)
+        check_choice("query", self.query, QUERIES)
+        check_choice("budget_increase", self.budget_increase, BUDGET_INCREASES)
         check_open_unit("alpha", self.alpha)
         check_open_unit("beta", self.beta)
         check_int("max_it", self.max_it)
@@ -193,6 +253,21 @@ class LineSearchHyper:
         if unknown:
             raise TypeError(f"unknown hyper-parameter(s) {unknown}; known: {sorted(known)}")
         return cls(**hyper)
+
+    def clip_for(self, model: PrivateModel, adaptive: bool = False) -> float:
+        """C_grad: the given value, else §5.4's 3 for DP-BLSGD-AC (``adaptive``), else
+        :func:`~dpopt.linesearch.model.default_gradient_clip`."""
+        if self.c_grad is not None:
+            return self.c_grad
+        return PAPER_C_GRAD if adaptive else default_gradient_clip(model)
+
+    def eta0_for(self, model: PrivateModel) -> float:
+        """η₀: the given value, else ``ETA0_R2``/R² for a declared row bound R, else 2.0."""
+        if self.eta0 is not None:
+            return self.eta0
+        if model.data_norm is None:
+            return DEFAULT_ETA0
+        return ETA0_R2 / model.data_norm**2
 
     def initial_budgets(self, epsilon: float) -> tuple[float, float]:
         """(ρ_grad, ε_BT or ρ_BT) at t = 0 from ε_iter = ε/(2·planned_iterations) (§5.4)."""
@@ -250,15 +325,18 @@ def _descend(model, epsilon, delta, rng, hyper: LineSearchHyper, *, method: str,
         )
     rng = as_generator(rng)
     ledger = Ledger(epsilon, delta, "rdp", relation="add_remove", orders=hyper.orders)
-    oracle = LineSearchOracle(model, ledger=ledger, rng=rng, rate=rate, c_grad=hyper.c_grad,
+    oracle = LineSearchOracle(model, ledger=ledger, rng=rng, rate=rate,
+                              c_grad=hyper.clip_for(model, adaptive=adaptive_clipping),
                               c_obj=hyper.c_obj, noise=hyper.noise, lazy=hyper.lazy,
-                              n_public=hyper.n_public)
+                              n_public=hyper.n_public, query=hyper.query)
     rho, bt = hyper.initial_budgets(epsilon)
     rho0, bt0 = rho, bt
+    c_grad0 = oracle.c_grad
     w = _start(model, hyper)
     angles = AngleAverage(hyper.psi)
     previous = None
-    eta0, omega = hyper.eta0, []
+    eta0 = eta0_initial = hyper.eta0_for(model)
+    omega = []
     stats = _Stats()
     stop, t = "max_iter", 0
     search = {"alpha": hyper.alpha, "beta": hyper.beta, "max_it": hyper.max_it}
@@ -277,13 +355,16 @@ def _descend(model, epsilon, delta, rng, hyper: LineSearchHyper, *, method: str,
             if eta > 0.0:
                 break
             stats.failures += 1
+            if hyper.budget_increase == "no":  # Fig. 1's "no": move on with a fresh gradient
+                break
             if increase == "cheb":
                 if not oracle.can_afford(oracle.gradient_event(rho)):
                     break
                 g2 = oracle.noisy_gradient(w, rho)
                 stats.gradients += 1
                 out = cheb(g, g2, rho_grad=rho, budget_bt=bt, xi=hyper.xi, theta_bar=angles.value,
-                           phi_max=hyper.phi_max, phi_min=hyper.phi_min)
+                           phi_max=hyper.phi_max, phi_min=hyper.phi_min,
+                           force_gradient=hyper.budget_increase == "must")
                 rho, bt, g = out.rho_grad, out.budget_bt, out.gradient
                 stats.cheb[out.action] += 1
                 if adaptive_clipping and out.action == "gradient" and not shrunk:
@@ -330,7 +411,10 @@ def _descend(model, epsilon, delta, rng, hyper: LineSearchHyper, *, method: str,
         "budget_bt_initial": bt0,
         "budget_bt": bt,
         "noise": hyper.noise,
+        "eta0_initial": eta0_initial,
         "eta0": eta0,
+        "query": hyper.query,
+        "c_grad_initial": c_grad0,
         "theta_bar": angles.value,
         "rate": rate,
         "expected_batch_size": oracle.weight,
@@ -350,9 +434,11 @@ def dp_blsgd(model: PrivateModel, *, epsilon: float, delta: float, rng=None, **h
     :class:`~dpopt.linesearch.model.LinearModel`); (``epsilon``, ``delta``) the
     total budget of the RDP ledger (add/remove-one); ``rng`` a Generator, seed
     or None.  Keyword hyper-parameters are the fields of
-    :class:`LineSearchHyper` (defaults of §5.4: q = 0.1, C_grad = 3, C_obj = 1,
-    ξ = 0.3, α = 0.5, β = 0.8, τ = 10, ς = 1.2, φ_max = 1.1, φ_min = 0.5,
-    ψ = 0.8, Laplace NoisyBTLS, initial budgets from ε_iter = ε/100).
+    :class:`LineSearchHyper` (defaults of §5.4: q = 0.1, C_obj = 1, ξ = 0.3,
+    α = 0.5, β = 0.8, τ = 10, ς = 1.2, φ_max = 1.1, φ_min = 0.5, ψ = 0.8,
+    Laplace NoisyBTLS, initial budgets from ε_iter = ε/100; C_grad = 3 lowered
+    to the model's per-example gradient bound, η₀ = 16/R² for rows ‖x‖₂ ≤ R,
+    and line-search queries on clipped per-record decreases — see the fields).
 
     Returns a :class:`~dpopt.result.DPResult` with ``method="dp-blsgd"``, ``x``
     the last iterate, ``fun`` = F(x) on the full data (non-private, for
@@ -371,7 +457,8 @@ def dp_blsgd_ac(model: PrivateModel, *, epsilon: float, delta: float, rng=None,
 
     As :func:`dp_blsgd`; in addition, the first time within an SGD update that
     CHEB enlarges ρ_grad (Algorithm 3, line 8), C_grad and C_obj are multiplied
-    by (1 − ζ) (``zeta``, §5.4: 0.05).  The decision uses only released values,
+    by (1 − ζ) (``zeta``, §5.4: 0.05); C_grad starts at §5.4's 3 unless given
+    (see ``c_grad``).  The decision uses only released values,
     so it costs no privacy; the noise multiplier σ/C_grad is unchanged, so the
     RDP of each step is too.  ``info["clip_history"]`` lists
     (iteration, C_grad, C_obj) after every decrease.

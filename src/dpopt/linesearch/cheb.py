@@ -94,7 +94,7 @@ class ChebOutcome:
 
 
 def cheb(g, g2, *, rho_grad: float, budget_bt: float, xi: float, theta_bar: float,
-         phi_max: float = 1.1, phi_min: float = 0.5) -> ChebOutcome:
+         phi_max: float = 1.1, phi_min: float = 0.5, force_gradient: bool = False) -> ChebOutcome:
     """Check and Enlarge Budget (chen2020 Algorithm 3, lines 5–12).
 
     ``g`` is g̃_t (the gradient the line search failed with) and ``g2`` the
@@ -103,7 +103,8 @@ def cheb(g, g2, *, rho_grad: float, budget_bt: float, xi: float, theta_bar: floa
     g·g2 < 0 or θ = ∠(g, g2) > θ_max the gradient is judged too noisy and
     ρ_grad ← (1 + ξ)ρ_grad; else if θ < θ_min the gradient is judged reliable
     and the line search's budget ε_BT (or ρ_BT) ← (1 + ξ)·budget.  Either way
-    the two gradients are averaged (line 11).
+    the two gradients are averaged (line 11).  ``force_gradient`` skips the
+    test and always enlarges ρ_grad (the "must" allocation of chen2020 §5.5).
     """
     rho_grad = check_positive("rho_grad", rho_grad)
     budget_bt = check_positive("budget_bt", budget_bt)
@@ -112,7 +113,7 @@ def cheb(g, g2, *, rho_grad: float, budget_bt: float, xi: float, theta_bar: floa
     g2 = np.asarray(g2, dtype=float)
     theta = angle_between(g, g2)
     theta_max, theta_min = angle_thresholds(theta_bar, phi_max, phi_min)
-    if float(g @ g2) < 0.0 or theta > theta_max:
+    if force_gradient or float(g @ g2) < 0.0 or theta > theta_max:
         rho_grad, action = (1.0 + xi) * rho_grad, "gradient"
     elif theta < theta_min:
         budget_bt, action = (1.0 + xi) * budget_bt, "line_search"

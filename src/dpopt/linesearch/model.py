@@ -6,7 +6,16 @@ per-record quantities, both bounded before they are summed:
 * the per-example gradient clipped to L2 norm ``C_grad`` (eq. (6)), whose sum
   over a minibatch has L2 sensitivity ``C_grad`` under add/remove-one;
 * the per-example loss clipped to ``[0, C_obj]`` (the objective clipping of
-  chen2020 §4.1, after Theorem 1), whose sum has sensitivity ``C_obj``.
+  chen2020 §4.1, after Theorem 1), whose sum has sensitivity ``C_obj`` — or,
+  for the default line search, the per-example loss *decrease* along a
+  direction clipped to ``[−C_obj, C_obj]`` (:meth:`PrivateModel.clipped_decrease_along`),
+  with the same sensitivity.
+
+Declared bounds.  A model may declare a public bound on its data (for
+:class:`LinearModel`, ``data_norm`` R ≥ ‖x_i‖₂, enforced by projection); it
+then exposes :attr:`PrivateModel.gradient_bound` and
+:attr:`PrivateModel.smoothness_bound`, from which the algorithms default
+C_grad, η₀ and DP-SGD's step.  Nothing is ever computed from the data.
 
 :class:`PrivateModel` is that contract.  Convex linear models implement it
 with :class:`LinearModel` (built on :mod:`dpopt.objectives`); a neural
@@ -38,12 +47,21 @@ import numpy as np
 
 from .._validation import check_nonnegative, check_positive
 from ..objectives import L2, Objective, Zero
-from ..objectives._arrays import as_params
+from ..objectives._arrays import as_params, ensure_finite_result
+from ..objectives.bounds import clip_thresholds, project_rows
 
-__all__ = ["PrivateModel", "LinearModel"]
+__all__ = ["PrivateModel", "LinearModel", "PAPER_C_GRAD", "default_gradient_clip"]
 
-#: Rows of a minibatch gathered at a time (512 × d float64: a few hundred KiB, cache-resident).
-_BLOCK_ROWS = 512
+#: chen2020 §5.4: "C_grad = 3 for all gradient perturbation algorithms" (convex models).
+PAPER_C_GRAD = 3.0
+
+#: Rows of a minibatch gathered at a time (1024 × 100 float64 = 800 KiB, cache-resident).  Larger
+#: single products let a multi-threaded BLAS wake its threads, 5–20× slower on a busy 2-core
+#: machine; 1024 beat 512 and 2048 by 10–20 % per query there.
+_BLOCK_ROWS = 1024
+#: Loss evaluations per block of a line search's candidate steps (rows × steps): the
+#: temporaries of one block (2**15 float64 = 256 KiB each) stay in cache.
+_EVAL_ENTRIES = 2**15
 
 
 def _scalar(v):
@@ -86,6 +104,8 @@ class PrivateModel(ABC):
     """
 
     l2: float = 0.0
+    #: Declared public bound R on the data rows (‖x_i‖₂ ≤ R), or None; see :class:`LinearModel`.
+    data_norm: float | None = None
 
     # -- shape ---------------------------------------------------------------------------
     @property
@@ -170,6 +190,38 @@ class PrivateModel(ABC):
         """The data-independent starting point w₀ = 0."""
         return np.zeros(self.dim)
 
+    # -- public constants from declared bounds (for hyper-parameter defaults) -------------
+    @property
+    def gradient_bound(self) -> float | None:
+        """A public bound G ≥ ‖∇f_i(w)‖₂ for every record and every w, or None if unknown.
+
+        It comes from declared data bounds only (never from the data), e.g.
+        ``sup|φ'|·R`` for a linear model with rows ‖x_i‖₂ ≤ R.  Algorithms use it to
+        default the clipping threshold: clipping above G adds noise and removes nothing.
+        """
+        return None
+
+    @property
+    def smoothness_bound(self) -> float | None:
+        """A public bound L on the smoothness of F (for default step sizes), or None."""
+        return None
+
+    def clipped_decrease_along(self, w, direction, indices, cap) -> Callable[[np.ndarray], np.ndarray]:
+        """``values(steps)``: Σ_{i∈indices} clip(f_i(w) − f_i(w − η·direction), −cap, cap) per η.
+
+        The per-record *decrease* clipped to ``[−C_obj, C_obj]``: like the clipped
+        objective of :meth:`clipped_loss_along` its sum has sensitivity ``cap``
+        under add/remove-one (one record adds one term of absolute value ≤ cap),
+        but it equals the exact decrease whenever no record's loss changes by
+        more than ``cap`` — it has no flat region where losses exceed C_obj
+        (see :class:`~dpopt.linesearch.algorithms.LineSearchHyper`, ``query``).
+        Models that can evaluate per-record losses implement it.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} does not implement clipped_decrease_along; "
+            "use the clipped-objective line search (query='objective')"
+        )
+
 
 class LinearModel(PrivateModel):
     """A linear model ``f(w; x, y) = φ(xᵀw, y)`` on data ``X (n, d)``, ``y (n,)``.
@@ -184,6 +236,13 @@ class LinearModel(PrivateModel):
         Data and labels (±1 for classification losses); validated once.
     l2:
         μ ≥ 0 of the regularizer r(w) = (μ/2)‖w‖² (chen2020 §5.1 uses μ = 0.001).
+    data_norm:
+        Optional declared public bound R on the rows, ‖x_i‖₂ ≤ R.  It is
+        enforced (rows outside the ball are projected onto it, DESIGN.md
+        invariant 5; ``projected_rows`` counts them) and gives the public
+        constants :attr:`gradient_bound` = sup|φ'|·R and :attr:`smoothness_bound`
+        = sup φ''·R² + μ that the algorithms' defaults use.  Without it those
+        constants are unknown (None) and the defaults are the paper's constants.
 
     Both private queries cost one product with the selected rows ``X_B``:
     per-example gradient norms are ``|φ'(z_i)|·‖x_i‖`` with the row norms
@@ -192,13 +251,18 @@ class LinearModel(PrivateModel):
     ``u = X_B g`` computed once per search.
     """
 
-    def __init__(self, loss, X, y, l2: float = 0.0):
+    def __init__(self, loss, X, y, l2: float = 0.0, *, data_norm: float | None = None):
         self.l2 = check_nonnegative("l2", l2)
         regularizer = L2(self.l2 / 2.0) if self.l2 > 0 else Zero()
+        self.data_norm = None if data_norm is None else check_positive("data_norm", data_norm)
+        self.projected_rows = 0
+        if self.data_norm is not None:
+            X, self.projected_rows = project_rows(X, self.data_norm, "l2")
         self.objective = Objective(loss, X, y, regularizer)
         self.loss = self.objective.loss
         if not hasattr(self.loss, "phi"):
             raise TypeError(f"LinearModel needs a LinearLoss, got {type(self.loss).__name__}")
+        self._margin_cache = None  # (w, X w) of the last full-data query at a single w
 
     @property
     def n(self) -> int:
@@ -211,6 +275,20 @@ class LinearModel(PrivateModel):
     @property
     def X(self) -> np.ndarray:
         return self.objective.X
+
+    @property
+    def gradient_bound(self) -> float | None:
+        """sup|φ'|·R with R = ``data_norm`` (None without a declared bound or for unbounded φ')."""
+        if self.data_norm is None or not np.isfinite(self.loss.derivative_bound):
+            return None
+        return float(self.loss.derivative_bound) * self.data_norm
+
+    @property
+    def smoothness_bound(self) -> float | None:
+        """sup φ''·R² + μ (None without a declared bound or for a non-smooth loss)."""
+        if self.data_norm is None or not np.isfinite(self.loss.curvature_bound):
+            return None
+        return float(self.loss.curvature_bound) * self.data_norm**2 + self.l2
 
     @property
     def y(self) -> np.ndarray:
@@ -240,48 +318,101 @@ class LinearModel(PrivateModel):
             yield (np.take(obj.X, idx, axis=0), np.take(obj.y, idx),
                    np.take(obj.row_norms, idx))
 
-    def _predictions(self, vectors, indices):
-        """``(X_B v, y_B)`` for each of ``vectors`` (each ``(d,)`` or ``(R, d)``), one pass per block."""
-        parts, labels = [[] for _ in vectors], []
+    def _margins(self, w, X, full: bool) -> np.ndarray:
+        """``z = X w`` (read-only).  On the full data the last ``(w, z)`` pair is kept, so a
+        gradient and a line search (or a NoisyMax) at the same point share one pass over X."""
+        if not full or w.ndim != 1:
+            return self.loss.linear_predictions(w, X)
+        cached = self._margin_cache
+        if cached is not None and np.array_equal(cached[0], w):
+            return cached[1]
+        z = self.loss.linear_predictions(w, X)
+        z.setflags(write=False)
+        self._margin_cache = (w.copy(), z)
+        return z
+
+    def _predictions(self, w, direction, indices):
+        """``(X_B w, X_B d or None, y_B)``, one block of rows at a time (two GEMVs per block)."""
+        full = indices is None
+        zs, us, labels = [], [], []
         for X, y, _ in self._row_blocks(indices):
-            if vectors[0].ndim == 1:
-                both = X @ np.stack(vectors, axis=-1)  # (b, len(vectors))
-                for part, column in zip(parts, both.T, strict=True):
-                    part.append(column)
-            else:
-                for part, v in zip(parts, vectors, strict=True):
-                    part.append(self.loss.linear_predictions(v, X))
+            zs.append(self._margins(w, X, full))
+            if direction is not None:
+                us.append(self.loss.linear_predictions(direction, X))
             labels.append(y)
+        if full:
+            return zs[0], (us[0] if us else None), labels[0]
         if not labels:  # an empty minibatch
-            shape = vectors[0].shape[:-1] + (0,)
-            return [np.zeros(shape) for _ in vectors], np.zeros(0)
-        return [np.concatenate(p, axis=-1) for p in parts], np.concatenate(labels)
+            shape = w.shape[:-1] + (0,)
+            return np.zeros(shape), (None if direction is None else np.zeros(shape)), np.zeros(0)
+        u = None if direction is None else np.concatenate(us, axis=-1)
+        return np.concatenate(zs, axis=-1), u, np.concatenate(labels)
 
     def per_example_clipped_grad_sum(self, w, indices, clip):
+        """Σ_B clip(∇f_i, C) = X_Bᵀ r with r_i = clip(φ'(z_i), ±C/‖x_i‖) (chen2020 eq. (6)).
+
+        Per block of rows: one pass ``z = X_b w`` and one pass ``X_bᵀ r``; on the full
+        data ``z`` is shared with a line search or NoisyMax at the same point.
+        """
         w = as_params(w, self.dim)
-        check_positive("clip", clip)
+        clip = check_positive("clip", clip)
+        full = indices is None
         total, count = np.zeros(w.shape), 0
         for X, y, norms in self._row_blocks(indices):
-            total += self.loss.clipped_grad_sum(w, X, y, clip, row_norms=norms)
+            r = self.loss.dphi(self._margins(w, X, full), y)
+            thr = clip_thresholds(norms, clip)
+            np.clip(r, -thr, thr, out=r)
+            total += X.T @ r if r.ndim == 1 else r @ X
             count += X.shape[0]
+        ensure_finite_result(total, w=w)
         return total, count
 
     def clipped_loss_sum(self, w, indices, cap):
         w = as_params(w, self.dim)
         cap = check_positive("cap", cap)
-        (z,), y = self._predictions([w], indices)
+        z, _, y = self._predictions(w, None, indices)
         return _scalar(np.clip(self.loss.phi(z, y), 0.0, cap).sum(axis=-1))
 
     def clipped_loss_along(self, w, direction, indices, cap):
+        """Σ_B min{max{φ(z_i − η u_i), 0}, C}: ``z = X_B w`` and ``u = X_B d`` are computed once,
+        then each call evaluates the loss only, in row blocks of :data:`_EVAL_ENTRIES` entries."""
         w, direction = _check_direction(w, direction, self.dim)
         cap = check_positive("cap", cap)
-        (z, u), y = self._predictions([w, direction], indices)  # (m,) or (R, m) each
-        labels = y[:, None]
+        z, u, y = self._predictions(w, direction, indices)  # (m,) or (R, m) each
 
         def values(steps):
             steps = _steps_for(steps, w)
-            margins = z[..., :, None] - u[..., :, None] * steps[..., None, :]  # (..., m, k)
-            return np.clip(self.loss.phi(margins, labels), 0.0, cap).sum(axis=-2)
+            k = steps.shape[-1]
+            out = np.zeros(steps.shape)
+            rows = max(256, _EVAL_ENTRIES // max(k * int(np.prod(w.shape[:-1])), 1))
+            for start in range(0, y.shape[0], rows):
+                sl = slice(start, start + rows)
+                margins = z[..., sl, None] - u[..., sl, None] * steps[..., None, :]  # (..., b, k)
+                phi = self.loss.phi(margins, y[sl, None])
+                out += np.clip(phi, 0.0, cap, out=phi).sum(axis=-2)
+            return out
+
+        return values
+
+    def clipped_decrease_along(self, w, direction, indices, cap):
+        """Σ_B clip(φ(z_i) − φ(z_i − η u_i), −C, C) with ``z``, ``u`` and φ(z) computed once."""
+        w, direction = _check_direction(w, direction, self.dim)
+        cap = check_positive("cap", cap)
+        z, u, y = self._predictions(w, direction, indices)  # (m,) or (R, m) each
+        base = self.loss.phi(z, y)
+
+        def values(steps):
+            steps = _steps_for(steps, w)
+            k = steps.shape[-1]
+            out = np.zeros(steps.shape)
+            rows = max(256, _EVAL_ENTRIES // max(k * int(np.prod(w.shape[:-1])), 1))
+            for start in range(0, y.shape[0], rows):
+                sl = slice(start, start + rows)
+                margins = z[..., sl, None] - u[..., sl, None] * steps[..., None, :]  # (..., b, k)
+                change = self.loss.phi(margins, y[sl, None])
+                np.subtract(base[..., sl, None], change, out=change)
+                out += np.clip(change, -cap, cap, out=change).sum(axis=-2)
+            return out
 
         return values
 
@@ -305,4 +436,19 @@ class LinearModel(PrivateModel):
         return _scalar(np.mean(np.where(z >= 0, 1.0, -1.0) == y, axis=-1))
 
     def __repr__(self) -> str:
-        return f"LinearModel({self.loss!r}, n={self.n}, d={self.dim}, l2={self.l2!r})"
+        bound = "" if self.data_norm is None else f", data_norm={self.data_norm!r}"
+        return f"LinearModel({self.loss!r}, n={self.n}, d={self.dim}, l2={self.l2!r}{bound})"
+
+
+def default_gradient_clip(model: PrivateModel, paper: float = PAPER_C_GRAD) -> float:
+    """The default C_grad: min{``paper``, G} with G = ``model.gradient_bound``.
+
+    chen2020 §5.4 sets C_grad = 3 for its features (one-hot and [0, 1] columns,
+    unnormalized: ‖x‖₂ ≈ 3.7 on Adult), where it clips a little.  When the
+    model declares a public bound G on every per-example gradient (e.g. rows
+    scaled to ‖x‖₂ ≤ 1, so G = 1 for the logistic loss), a threshold above G
+    clips nothing and only multiplies the noise by C_grad/G; the default is then G.
+    """
+    bound = model.gradient_bound
+    paper = check_positive("paper", paper)
+    return paper if bound is None else min(paper, float(bound))

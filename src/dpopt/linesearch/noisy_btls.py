@@ -9,7 +9,11 @@ threshold gets noise once (line 4), every query fresh noise (line 8), and the
 first step whose noisy query clears the noisy threshold is returned (line 10),
 or 0 when none does within ``max_it`` queries (line 12).  f is the clipped
 objective Σ_i min{f_i, C_obj} (plus the public regularizer), so every query has
-sensitivity Δ_q = C_obj (Theorem 1).
+sensitivity Δ_q = C_obj (Theorem 1).  :meth:`Ray.of_model` also offers
+``query="decrease"``: f(w) − f(w − ηg) as Σ_i clip(f_i(w) − f_i(w − ηg), ±C_obj)
+(plus the regularizer's decrease), again with sensitivity C_obj; the two agree
+while no loss exceeds C_obj (see ``LineSearchHyper.query`` for why the
+algorithms default to it).
 
 Noise (line 3), through the privacy core's AboveThreshold events:
 
@@ -43,6 +47,7 @@ from .model import PrivateModel
 
 __all__ = [
     "NOISES",
+    "QUERIES",
     "Ray",
     "line_search_event",
     "candidate_steps",
@@ -53,6 +58,8 @@ __all__ = [
 
 #: The noise distributions of Algorithm 1.
 NOISES = ("laplace", "gaussian")
+#: What the line-search queries measure (see :meth:`Ray.of_model`).
+QUERIES = ("objective", "decrease")
 
 
 def _check_budget(budget) -> float:
@@ -98,7 +105,8 @@ class Ray:
         ``fn(steps) -> values``: the (clipped) objective at ``w − η g`` for every
         η on the last axis of ``steps``; same shape as ``steps``.
     origin:
-        f(w): a float, or ``(R,)`` for R repetitions.
+        f(w): a float, or ``(R,)`` for R repetitions; ``None`` evaluates ``fn`` at
+        step 0 when first needed.
     slope:
         The factor of α·η in the Armijo condition, ‖g‖² on the scale of f
         (``weight·‖g‖²`` when f is a sum over ``weight`` expected records).
@@ -110,18 +118,29 @@ class Ray:
         if not callable(fn):
             raise TypeError("fn must be callable as fn(steps) -> values")
         self.fn = fn
-        self.origin = np.asarray(origin, dtype=float)
         self.slope = np.asarray(slope, dtype=float)
-        if self.origin.shape != self.slope.shape or self.origin.ndim > 1:
-            raise ValueError(
-                f"origin and slope must both be scalars or both (R,), got {self.origin.shape} "
-                f"and {self.slope.shape}"
-            )
+        if self.slope.ndim > 1:
+            raise ValueError(f"slope must be a scalar or (R,), got shape {self.slope.shape}")
+        self._origin = None
+        if origin is not None:  # None: f(w) = fn(0), evaluated on first use (NoisyMax never needs it)
+            self._origin = np.asarray(origin, dtype=float)
+            if self._origin.shape != self.slope.shape:
+                raise ValueError(
+                    f"origin and slope must both be scalars or both (R,), got {self._origin.shape} "
+                    f"and {self.slope.shape}"
+                )
         self.sensitivity = check_positive("sensitivity", sensitivity)
 
     @property
+    def origin(self) -> np.ndarray:
+        """f(w): a float array of shape ``()`` or ``(R,)``."""
+        if self._origin is None:
+            self._origin = self.at(np.zeros(self.slope.shape + (1,)))[..., 0]
+        return self._origin
+
+    @property
     def batch_shape(self) -> tuple:
-        return self.origin.shape
+        return self.slope.shape
 
     def at(self, steps) -> np.ndarray:
         """f(w − η g) for every η on the last axis of ``steps``."""
@@ -134,18 +153,25 @@ class Ray:
         return out
 
     @classmethod
-    def of_model(cls, model: PrivateModel, w, g, *, cap: float, indices=None, weight=None) -> Ray:
+    def of_model(cls, model: PrivateModel, w, g, *, cap: float, indices=None, weight=None,
+                 query: str = "objective") -> Ray:
         """The clipped objective of ``model`` on ``indices`` along ``w − η g``.
 
-        f(v) = Σ_{i∈indices} min{f_i(v), C_obj} + weight·r(v): the clipped sum of
-        chen2020 Theorem 1 plus the public regularizer r(v) = (μ/2)‖v‖² counted
-        ``weight`` times.  ``weight`` is the public number of records the sum
-        stands for: the expected minibatch size q·n (required with ``indices``),
-        or n for the full data.  The Armijo slope is weight·‖g‖², so q ≥ 0 is
-        the Armijo condition (2) on the mean objective; Δ_q = ``cap``.
+        ``query="objective"`` (chen2020 Theorem 1): f(v) = Σ_{i∈indices} min{f_i(v), C_obj}
+        + weight·r(v), the clipped sum plus the public regularizer r(v) = (μ/2)‖v‖²
+        counted ``weight`` times.  ``query="decrease"``: f is measured relative
+        to w, f(w − ηg) − f(w) = −Σ_i clip(f_i(w) − f_i(w − ηg), −C_obj, C_obj)
+        + weight·(r(w − ηg) − r(w)) with origin 0
+        (:meth:`~dpopt.linesearch.model.PrivateModel.clipped_decrease_along`).
+        Either way one record moves every query by at most Δ_q = ``cap``.
+        ``weight`` is the public number of records the sum stands for: the
+        expected minibatch size q·n (required with ``indices``), or n for the
+        full data.  The Armijo slope is weight·‖g‖², so q ≥ 0 is the Armijo
+        condition (2) on the mean objective.
         """
         if not isinstance(model, PrivateModel):
             raise TypeError(f"model must be a PrivateModel, got {type(model).__name__}")
+        check_choice("query", query, QUERIES)
         w = np.asarray(w, dtype=float)
         g = np.asarray(g, dtype=float)
         cap = check_positive("cap", cap)
@@ -161,17 +187,22 @@ class Ray:
         ww = np.einsum("...i,...i->...", w, w)
         wg = np.einsum("...i,...i->...", w, g)
         gg = np.einsum("...i,...i->...", g, g)
-        along = model.clipped_loss_along(w, g, indices, cap)
+        relative = query == "decrease"
+        if relative:
+            decrease = model.clipped_decrease_along(w, g, indices, cap)
+        else:
+            along = model.clipped_loss_along(w, g, indices, cap)
 
         def fn(steps):
-            values = along(steps)
+            values = -decrease(steps) if relative else along(steps)
             if mu:  # (μ/2)‖w − η g‖² = (μ/2)(‖w‖² − 2η w·g + η²‖g‖²), counted weight times
+                base = 0.0 if relative else ww[..., None]
                 values = values + weight * 0.5 * mu * (
-                    ww[..., None] - 2.0 * steps * wg[..., None] + steps**2 * gg[..., None]
+                    base - 2.0 * steps * wg[..., None] + steps**2 * gg[..., None]
                 )
             return values
 
-        origin = fn(np.zeros(np.shape(ww) + (1,)))[..., 0]
+        origin = np.zeros(np.shape(ww)) if relative else None
         return cls(fn, origin, weight * gg, cap)
 
 

@@ -31,7 +31,7 @@ from ..privacy import Ledger, PoissonSampler
 from ..privacy import events as ev
 from ..privacy import mechanisms as mech
 from .model import PrivateModel
-from .noisy_btls import NOISES, Ray, line_search_event, noisy_btls
+from .noisy_btls import NOISES, QUERIES, Ray, line_search_event, noisy_btls
 
 __all__ = ["LineSearchOracle", "gradient_sigma"]
 
@@ -61,6 +61,10 @@ class LineSearchOracle:
         ``"laplace"`` or ``"gaussian"``: the NoisyBTLS variant.
     lazy:
         Evaluate line-search queries one at a time (see :func:`noisy_btls`).
+    query:
+        What a line-search query measures: ``"objective"`` (the clipped objective of
+        chen2020 Theorem 1) or ``"decrease"`` (per-record decreases clipped to
+        ±C_obj); see :meth:`~dpopt.linesearch.noisy_btls.Ray.of_model`.
     n_public:
         The record count used to normalize sums (default ``model.n``).  It must
         be public: under add/remove-one the true n differs between neighbours,
@@ -70,7 +74,7 @@ class LineSearchOracle:
 
     def __init__(self, model: PrivateModel, *, ledger: Ledger, rng: np.random.Generator,
                  rate: float, c_grad: float, c_obj: float, noise: str = "laplace",
-                 lazy: bool = False, n_public: int | None = None):
+                 lazy: bool = False, n_public: int | None = None, query: str = "objective"):
         if not isinstance(model, PrivateModel):
             raise TypeError(f"model must be a PrivateModel, got {type(model).__name__}")
         if not isinstance(ledger, Ledger):
@@ -86,6 +90,7 @@ class LineSearchOracle:
         self.c_obj = check_positive("c_obj", c_obj)
         self.noise = check_choice("noise", noise, NOISES)
         self.lazy = bool(lazy)
+        self.query = check_choice("query", query, QUERIES)
         n_public = model.n if n_public is None else check_int("n_public", n_public)
         #: Expected number of records per sub-routine, q·n: the public normalizer.
         self.weight = self.rate * n_public
@@ -134,7 +139,8 @@ class LineSearchOracle:
                     max_it: int) -> float:
         """NoisyBTLS (Algorithm 1) along w − η g on a fresh minibatch; 0 when it fails."""
         indices = self._batch()
-        ray = Ray.of_model(self.model, w, g, cap=self.c_obj, indices=indices, weight=self.weight)
+        ray = Ray.of_model(self.model, w, g, cap=self.c_obj, indices=indices, weight=self.weight,
+                           query=self.query)
         return noisy_btls(ray, eta0=eta0, budget=budget, ledger=self.ledger, rng=self.rng,
                           noise=self.noise, alpha=alpha, beta=beta, max_it=max_it,
                           sampler=self.sampler, lazy=self.lazy)

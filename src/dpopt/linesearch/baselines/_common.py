@@ -107,7 +107,8 @@ def unit_ball_model(model: LinearModel, data_norm: float) -> tuple[LinearModel, 
     X, changed = project_rows(model.X, data_norm, "l2")
     if changed == 0:
         return model, 0
-    return LinearModel(model.loss, X, model.y, l2=model.l2), changed
+    bound = data_norm if model.data_norm is None else min(data_norm, model.data_norm)
+    return LinearModel(model.loss, X, model.y, l2=model.l2, data_norm=bound), changed
 
 
 @dataclass(frozen=True)

@@ -23,13 +23,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._validation import as_generator, check_int, check_positive, check_rate
+from ...objectives import MarginLoss
 from ...privacy import Ledger, PoissonSampler
 from ...privacy import mechanisms as mech
 from ...privacy.calibration import calibrate_gaussian_sigma
 from ...result import DPResult
+from ..model import default_gradient_clip
 from ._common import Hyper, check_budget, check_private_model, start_point
 
-__all__ = ["DPSGDHyper", "dp_sgd", "default_step"]
+__all__ = ["DPSGDHyper", "dp_sgd", "default_step", "MARGIN_CURVATURE"]
 
 
 @dataclass(frozen=True)
@@ -45,13 +47,14 @@ class DPSGDHyper(Hyper):
     steps:
         Number of steps T, fixed in advance (100 = 10 expected epochs at q = 0.1).
     lr:
-        Constant step size η.  Default (linear models only): the classic 1/L
-        with the data-independent bound L = c·R² + μ, c = sup ℓ'' of the loss
-        and R = ``data_norm`` (logistic: L = 1/4 + μ, Huberized hinge with
-        h = 0.5: L = 1 + μ).  Required for other models.
+        Constant step size η.  Default (linear models only, :func:`default_step`):
+        1/(c·R² + μ) with c = sup ℓ'' of the loss, capped at ¼ for margin losses,
+        and R = ``data_norm`` (logistic and Huberized hinge: 1/(¼R² + μ) ≈ 4 for
+        R = 1).  Required for other models.
     data_norm:
         The row-norm bound R used only for the default step size (the privacy
         guarantee does not depend on it: clipping bounds every gradient).
+        Default (None): the model's declared ``data_norm``, else 1.
     w0:
         Public starting point (default zeros).
     orders:
@@ -62,21 +65,23 @@ class DPSGDHyper(Hyper):
     """
 
     rate: float = 0.1
-    c_grad: float = 3.0
+    c_grad: float | None = None
     steps: int = 100
     lr: float | None = None
-    data_norm: float = 1.0
+    data_norm: float | None = None
     w0: np.ndarray | None = None
     orders: tuple | None = None
     trajectory: bool = False
 
     def __post_init__(self):
         check_rate("rate", self.rate)
-        check_positive("c_grad", self.c_grad)
+        if self.c_grad is not None:
+            check_positive("c_grad", self.c_grad)
         check_int("steps", self.steps)
         if self.lr is not None:
             check_positive("lr", self.lr)
-        check_positive("data_norm", self.data_norm)
+        if self.data_norm is not None:
+            check_positive("data_norm", self.data_norm)
         if self.orders is not None:
             object.__setattr__(self, "orders", tuple(float(a) for a in np.atleast_1d(self.orders)))
 
@@ -89,13 +94,27 @@ def _calibrated_sigma(epsilon: float, delta: float, steps: int, rate: float, c_g
                                     orders=orders)
 
 
+#: c of the default step 1/(c·R² + μ) for margin losses: the logistic loss's sup ℓ'' (see default_step).
+MARGIN_CURVATURE = 0.25
+
+
 def default_step(model, data_norm: float = 1.0) -> float:
-    """η = 1/L with L = c·R² + μ from the loss's curvature bound c (public constants only)."""
-    curvature = getattr(getattr(model, "loss", None), "curvature_bound", math.inf)
+    """η = 1/(c·R² + μ) with c the loss's curvature bound (public constants only).
+
+    For a margin loss c is capped at ¼, the logistic loss's bound: the Huberized
+    hinge's sup ℓ'' = 1/(2h) (= 1 at h = 0.5) holds only on a band of margins of
+    width 2h, and its 1/L step left DP-SGD's 100 steps at the majority class on
+    Adult and KEEL magic at every ε (measured; with ¼ it reaches the
+    non-private accuracy within 0.03 at ε ≥ 0.4).
+    """
+    loss = getattr(model, "loss", None)
+    curvature = getattr(loss, "curvature_bound", math.inf)
     if not math.isfinite(curvature):
         raise ValueError(
             "lr is required: the model's loss has no finite curvature bound for the default 1/L step"
         )
+    if isinstance(loss, MarginLoss):
+        curvature = min(curvature, MARGIN_CURVATURE)
     return 1.0 / (curvature * check_positive("data_norm", data_norm) ** 2 + model.l2)
 
 
@@ -118,22 +137,24 @@ def dp_sgd(model, *, epsilon: float, delta: float, rng=None, **hyper) -> DPResul
     h = DPSGDHyper.from_kwargs(**hyper)
     rng = as_generator(rng)
     ledger = Ledger(epsilon, delta, "rdp", relation="add_remove", orders=h.orders)
-    lr = h.lr if h.lr is not None else default_step(model, h.data_norm)
-    sigma = _calibrated_sigma(epsilon, delta, h.steps, h.rate, h.c_grad, h.orders)
+    data_norm = h.data_norm if h.data_norm is not None else (model.data_norm or 1.0)
+    lr = h.lr if h.lr is not None else default_step(model, data_norm)
+    c_grad = h.c_grad if h.c_grad is not None else default_gradient_clip(model)
+    sigma = _calibrated_sigma(epsilon, delta, h.steps, h.rate, c_grad, h.orders)
     sampler = PoissonSampler(h.rate)
     weight = h.rate * model.n
     w = start_point(model, h.w0)
     trajectory = []
     for _ in range(h.steps):
         batch = sampler.indices(model.n, rng)
-        total, _ = model.per_example_clipped_grad_sum(w, batch, h.c_grad)
-        noisy = mech.gaussian(total, sensitivity=h.c_grad, sigma=sigma, ledger=ledger, rng=rng,
+        total, _ = model.per_example_clipped_grad_sum(w, batch, c_grad)
+        noisy = mech.gaussian(total, sensitivity=c_grad, sigma=sigma, ledger=ledger, rng=rng,
                               sampler=sampler)
         w = w - lr * (noisy / weight + model.regularizer_grad(w))
         if h.trajectory:
             trajectory.append(model.value(w))
-    info = {"sigma": sigma, "noise_multiplier": sigma / h.c_grad, "rate": h.rate,
-            "expected_batch_size": weight, "steps": h.steps, "lr": lr, "c_grad": h.c_grad}
+    info = {"sigma": sigma, "noise_multiplier": sigma / c_grad, "rate": h.rate,
+            "expected_batch_size": weight, "steps": h.steps, "lr": lr, "c_grad": c_grad}
     return DPResult.from_ledger(
         ledger, x=w, fun=model.value(w), method="dp-sgd", nit=h.steps,
         trajectory=np.array(trajectory) if h.trajectory else None, info=info, guarantee="exact",
