@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from ..experiments.report import Section, atomic_output, figure_html, privacy_html, table_html, write_csv, write_report
+from ..experiments.report import (
+    Section,
+    atomic_output,
+    figure_html,
+    log_axis_at,
+    privacy_html,
+    pyplot,
+    save_figure,
+    table_html,
+    write_csv,
+    write_privacy_records,
+    write_report,
+)
 
 
 def _accuracy_figure(path: Path, rows, epsilons) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import NullFormatter
+    plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(7, 4.2))
     private = [r for r in rows if r["method"] not in ("non-private", "majority")]
@@ -23,18 +30,13 @@ def _accuracy_figure(path: Path, rows, epsilons) -> Path:
     for name, style in (("non-private", "--"), ("majority", ":")):
         ref = next(r for r in rows if r["method"] == name)
         ax.axhline(ref["accuracy"], color="black", linestyle=style, linewidth=1, label=name)
-    ax.set_xscale("log")
-    ax.set_xticks(list(epsilons), [f"{e:g}" for e in epsilons])
-    ax.xaxis.set_minor_formatter(NullFormatter())  # only the ε actually fitted are labelled
+    log_axis_at(ax, list(epsilons))  # only the ε actually fitted are labelled
     ax.set_xlabel("privacy budget ε (log scale)")
     ax.set_ylabel("test accuracy")
     ax.set_title("Private logistic regression on UCI Adult")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=120)
 
 
 def write_demo_report(out, data, train, test, rows, records, table, args, seconds) -> Path:
@@ -42,9 +44,7 @@ def write_demo_report(out, data, train, test, rows, records, table, args, second
     out = Path(out)
     with atomic_output(out) as tmp:
         write_csv(tmp / "results.csv", rows)
-        (tmp / "privacy").mkdir()
-        for (m, e), rec in records.items():
-            (tmp / "privacy" / f"{m}_eps{e:g}.json").write_text(json.dumps(rec, indent=1))
+        write_privacy_records(tmp / "privacy", {f"{m}_eps{e:g}": rec for (m, e), rec in records.items()})
         figure = _accuracy_figure(tmp / "accuracy.png", rows, args.epsilons)
         summary = [
             {"records (train)": len(train[1]), "records (test)": len(test[1]), "features": data.X.shape[1]},

@@ -83,8 +83,10 @@ from .report import (
     figures_section,
     list_html,
     privacy_section,
+    pyplot,
     reproduce_command,
     run_section,
+    save_figure,
     table_html,
     write_csv,
     write_experiment_report,
@@ -414,10 +416,7 @@ _LABELS = {"dp-blsgd": "DP-BLSGD", "dp-blsgd-ac": "DP-BLSGD-AC", "dp-blgd": "DP-
 def _plot_by_epsilon(summary: Sequence[dict], model: str, datasets: Sequence[str], path: Path,
                      title: str) -> Path:
     """Figs. 3/4: accuracy (top) and objective (bottom, log scale) against ε, one column per data set."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     cols = max(len(datasets), 1)
     fig, axes = plt.subplots(2, cols, figsize=(4.2 * cols, 7.0), squeeze=False)
@@ -454,18 +453,12 @@ def _plot_by_epsilon(summary: Sequence[dict], model: str, datasets: Sequence[str
     bottom = 0.035 * legend_rows + 0.02
     fig.legend(handles, labels, loc="lower center", ncol=ncol, frameon=False)
     fig.suptitle(title)
-    fig.tight_layout(rect=(0, bottom, 1, 0.97))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=110, rect=(0, bottom, 1, 0.97))
 
 
 def _plot_study(study_summary: Sequence[dict], epsilons: Sequence[float], path: Path) -> Path:
     """Fig. 1: test accuracy of DP-BLSGD against each hyper-parameter (▲ larger ε, ▼ smaller ε)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     panels = [p for p in STUDY_PANELS if any(r["panel"] == p[0] for r in study_summary)]
     cols = 3
@@ -494,10 +487,7 @@ def _plot_study(study_summary: Sequence[dict], epsilons: Sequence[float], path: 
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
     fig.suptitle("DP-BLSGD hyper-parameters, logistic regression (chen2020 Fig. 1)")
-    fig.tight_layout(rect=(0, 0, 1, 0.96))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=110, rect=(0, 0, 1, 0.96))
 
 
 # -- text ------------------------------------------------------------------------------------

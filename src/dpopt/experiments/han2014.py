@@ -62,10 +62,13 @@ from .report import (
     details_html,
     figures_section,
     list_html,
+    log_axis_at,
     pre_html,
     privacy_section,
+    pyplot,
     reproduce_command,
     run_section,
+    save_figure,
     table_html,
     write_csv,
     write_experiment_report,
@@ -327,21 +330,8 @@ _STYLE = {
 }
 
 
-def _log_axis_at(ax, values) -> None:
-    """Log-scaled x axis labelled exactly at the grid values."""
-    from matplotlib.ticker import FixedLocator, NullFormatter
-
-    ax.set_xscale("log")
-    ax.xaxis.set_major_locator(FixedLocator(values))
-    ax.set_xticklabels([f"{v:g}" for v in values])
-    ax.xaxis.set_minor_formatter(NullFormatter())
-
-
 def _sweep_figure(path: Path, summary: list[dict], sweep: str, config: Config) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(6.4, 4.6))
     rows = [r for r in summary if r["sweep"] == sweep]
@@ -355,7 +345,7 @@ def _sweep_figure(path: Path, summary: list[dict], sweep: str, config: Config) -
         )  # fmt: skip
     optimum = {r["value"]: r["optimum"] for r in rows}
     ax.plot(values, [optimum[v] for v in values], "m--", label="true optimum $f_{opt}$")
-    _log_axis_at(ax, values)
+    log_axis_at(ax, values)
     if sweep == "c":
         ax.set_xlabel(r"c  (box $P = [-c, c]^d$)")
         ax.set_title(f"Fig. 2: objective vs c (d={config.d}, m={config.m}, ε={config.epsilon:g})")
@@ -365,17 +355,11 @@ def _sweep_figure(path: Path, summary: list[dict], sweep: str, config: Config) -
     ax.set_ylabel(f"mean objective f(x) over {config.runs} runs (±2 s.e.)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=120)
 
 
 def _iteration_figure(path: Path, rows: list[dict], optimum: float, config: Config) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(6.4, 4.6))
     for method in ("subgradient", "non-private"):
@@ -387,16 +371,13 @@ def _iteration_figure(path: Path, rows: list[dict], optimum: float, config: Conf
             **_STYLE[method],
         )  # fmt: skip
     ax.axhline(optimum, color="m", linestyle="--", label="true optimum $f_{opt}$")
-    _log_axis_at(ax, sorted({r["iterations"] for r in rows}))
+    log_axis_at(ax, sorted({r["iterations"] for r in rows}))
     ax.set_xlabel("number of iterations k")
     ax.set_ylabel(f"objective f (private: mean of {config.runs} runs ±2 s.e.)")
     ax.set_title(f"Fig. 1: objective vs iterations (d={config.d}, m={config.m}, c={config.c:g})")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=120)
 
 
 FILES = {

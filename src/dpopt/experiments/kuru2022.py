@@ -66,8 +66,10 @@ from .report import (
     figures_section,
     list_html,
     privacy_section,
+    pyplot,
     reproduce_command,
     run_section,
+    save_figure,
     table_html,
     write_csv,
     write_experiment_report,
@@ -459,10 +461,7 @@ def _claims_text(claims: dict) -> str:
 
 def _figure_errors(path: Path, traj: list[dict], config: Config, m: int) -> Path:
     """Figs. 3 (m = n) and 4 (m < n): mean F(x_t) − F* vs t, a panel per method and c."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     colors = plt.get_cmap("viridis")(np.linspace(0.0, 0.85, len(config.iterations)))
     fig, axes = plt.subplots(
@@ -495,18 +494,12 @@ def _figure_errors(path: Path, traj: list[dict], config: Config, m: int) -> Path
         f"n = {config.n}, m = {m}: mean F(x_t) − F* over {config.repetitions} runs "
         f"(band: 10–90 % quantiles), ε = {config.epsilon:g}"
     )
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=110)
 
 
 def _figure_hb(path: Path) -> Path:
     """Fig. 1: HB rate ρ of (3.18) vs β (quadratic, μ = 0.5, L = 1) and the bound (3.17) vs t."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     mu, L = 0.5, 1.0
     betas = np.linspace(0.0, 0.99, 100)
@@ -533,18 +526,12 @@ def _figure_hb(path: Path) -> Path:
         axes[1, k].grid(True, which="both", alpha=0.3)
         axes[1, k].legend(fontsize=8)
     fig.suptitle("DP-SHB on a quadratic (d = 2, μ = 0.5, L = 1), Thm 3.5 with C_t = t")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=110)
 
 
 def _figure_masg(path: Path) -> Path:
     """Fig. 2: optimal b_t (4.5) of DP-MASG-opt (μ = 1, L = 20, p = 1, c = 1), K = 2..5 stages."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     mu, L = 1.0, 20.0
     n1 = schedules.default_first_stage(L, mu)
@@ -562,10 +549,7 @@ def _figure_masg(path: Path) -> Path:
         ax.set_yscale("log")
         ax.grid(True, which="both", alpha=0.3)
     fig.suptitle("Optimal Laplace scales of DP-MASG-opt, eq. (4.5) with a_{T,t} of Thm 4.3")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=110)
 
 
 # --------------------------------------------------------------------------- entry point

@@ -366,6 +366,37 @@ h3{font-size:1.05em}
 """
 
 
+def pyplot():
+    """``matplotlib.pyplot`` on the headless Agg backend: report figures are only written to files."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def log_axis_at(ax, values) -> None:
+    """Log-scaled x axis labelled exactly at the grid values (no minor-tick labels)."""
+    from matplotlib.ticker import FixedLocator, NullFormatter
+
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(FixedLocator(values))
+    ax.set_xticklabels([f"{v:g}" for v in values])
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def save_figure(fig, path: Path, *, dpi: int, rect=None) -> Path:
+    """Lay out ``fig`` (inside ``rect`` when given), write it to ``path`` as PNG and close it."""
+    if rect is None:
+        fig.tight_layout()
+    else:
+        fig.tight_layout(rect=rect)
+    fig.savefig(path, dpi=dpi)
+    pyplot().close(fig)
+    return path
+
+
 def write_report(path: str | os.PathLike, title: str, sections: Sequence[Section], *, subtitle: str = "") -> Path:
     """Write a self-contained HTML report."""
     path = Path(path)
