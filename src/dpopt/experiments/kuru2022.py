@@ -326,12 +326,12 @@ def _stop(pool: ProcessPoolExecutor) -> None:
     if hasattr(pool, "terminate_workers"):  # Python ≥ 3.14
         pool.terminate_workers()
         return
-    processes = list((getattr(pool, "_processes", None) or {}).values())
-    pool.shutdown(wait=False, cancel_futures=True)
-    for process in processes:
+    # Terminate the workers, then let the pool's own manager thread reap them (it sees them die,
+    # fails the pending futures and joins every worker) and wait for it.  Joining the workers here
+    # as well would race that thread's waitpid and could leave a reaped worker listed as running.
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
         process.terminate()
-    for process in processes:
-        process.join()
+    pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _progress_label(row: dict) -> str:
