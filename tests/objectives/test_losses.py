@@ -17,6 +17,7 @@ from dpopt.objectives import (
     bounds,
     get_loss,
 )
+from dpopt.objectives import losses as losses_module
 
 LOSSES = [
     LogisticLoss(),
@@ -166,9 +167,16 @@ def test_clipped_coefficients_never_exceed_clip():
             assert np.all(np.abs(r) * bounds.row_norms(X) <= clip)
 
 
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Row blocks of 85 rows for R = 7 and 600 rows for one vector, so the two partitions differ."""
+    monkeypatch.setattr(losses_module, "_BLOCK_ENTRIES", 600)
+    monkeypatch.setattr(losses_module, "_MIN_BLOCK_ROWS", 64)
+
+
 @pytest.mark.parametrize("loss", LOSSES, ids=IDS)
-def test_batched_params_equal_separate_calls(loss):
-    X, _ = _data(5000, 9, seed=10)  # several row blocks for R = 7
+def test_batched_params_equal_separate_calls(loss, small_blocks):
+    X, _ = _data(5000, 9, seed=10)  # 59 row blocks for R = 7, 9 for one vector
     y = _labels_for(loss, 5000, 10)
     W = np.random.default_rng(11).normal(size=(7, 9))
     rn = bounds.row_norms(X)
@@ -302,3 +310,62 @@ def test_errors_name_the_parameter():
     with pytest.raises(ValueError, match="only the labels -1 and \\+1"):
         loss.check_labels(np.array([0.0, 1.0]))
     assert isinstance(get_loss("huber_svm"), HuberizedHingeLoss)
+
+
+# -- float32 data: the fast path of Objective(..., precision="float32") ------------------------------
+@pytest.mark.parametrize("loss", LOSSES, ids=IDS)
+@pytest.mark.parametrize("shape", [(6,), (4, 6)], ids=["vector", "batch"])
+def test_float32_data_compute_in_float32_and_agree_with_float64(loss, shape, small_blocks):
+    X, _ = _data(3000, 6, seed=21)
+    y = _labels_for(loss, 3000, 21)
+    X32, y32 = X.astype(np.float32), y.astype(np.float32)
+    W = np.random.default_rng(22).normal(size=shape)
+    exact64 = {  # float64 on the very same (rounded) data, so only the arithmetic differs
+        "grad": loss.grad(W, X32.astype(float), y),
+        "clipped": loss.clipped_grad_sum(W, X32.astype(float), y, 0.3),
+        "value": loss.value(W, X32.astype(float), y),
+    }
+    fast = {
+        "grad": loss.grad(W, X32, y32),
+        "clipped": loss.clipped_grad_sum(W, X32, y32, 0.3),
+        "value": loss.value(W, X32, y32),
+    }
+    assert loss.per_example_grad_coefs(W, X32, y32).dtype == np.float32
+    for key, val in fast.items():
+        assert np.asarray(val).dtype == np.float64, key  # block sums accumulate in float64
+        scale = np.max(np.abs(exact64[key]))
+        np.testing.assert_allclose(val, exact64[key], atol=2e-6 * scale, err_msg=key)
+
+
+def test_float32_clipped_coefficients_stay_within_the_clip_exactly():
+    """|r_i|·‖x_i‖ ≤ C in exact arithmetic, also for rows so small that C/‖x_i‖ overflows float32."""
+    rng = np.random.default_rng(23)
+    X = (rng.normal(size=(4000, 7)) * rng.exponential(3.0, size=(4000, 1))).astype(np.float32)
+    X[:3] = [[1e-42] + [0] * 6, [-3e-39] * 7, [0] * 7]  # subnormal float32 rows and a zero row
+    y = np.where(rng.random(4000) < 0.5, -1.0, 1.0).astype(np.float32)
+    W = (rng.normal(size=(3, 7)) * 5).astype(np.float32)
+    rn = bounds.row_norms(X)  # float64 norms of the float32 rows
+    for loss in LOSSES:
+        yy = y if loss.binary_labels else (rng.normal(size=4000) * 10).astype(np.float32)
+        for clip in (1e-3, 0.3, 2.0):
+            thr = bounds.clip_thresholds(rn, clip, np.float32)
+            finite = np.isfinite(thr)
+            assert thr.dtype == np.float32 and np.all(thr[finite].astype(float) * rn[finite] < clip)
+            assert np.isinf(thr[0]) and np.isinf(thr[2])
+            r = loss._clipped_coefs(loss.linear_predictions(W, X), yy, thr)
+            assert r.dtype == np.float32
+            assert np.all(np.abs(r).astype(float) * rn <= clip)
+    # the worst finite coefficient against an overflowed threshold still stays within the clip
+    assert float(np.finfo(np.float32).max) * rn[0] <= 1e-3
+
+
+def test_float32_logistic_values_and_slopes_for_every_margin():
+    m = np.concatenate([np.linspace(-120, 120, 4001), [-3e38, 3e38, 0.0]]).astype(np.float32)
+    exact = LogisticLoss().loss(m.astype(float))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        value, slope = LogisticLoss().loss(m), LogisticLoss().dloss(m)
+    assert value.dtype == np.float32 and slope.dtype == np.float32
+    np.testing.assert_allclose(value, exact, rtol=3e-7, atol=2.0**-23)
+    np.testing.assert_allclose(slope, LogisticLoss().dloss(m.astype(float)), rtol=3e-7, atol=1e-38)
+    assert np.all((slope >= -1) & (slope <= 0))

@@ -147,3 +147,51 @@ def test_precomputed_row_norms_are_used():
     obj = Objective("logistic", X, y, row_norms=rn)
     assert obj.row_norms is not None
     np.testing.assert_array_equal(obj.row_norms, rn)
+
+
+# -- precision="float32" -------------------------------------------------------------------------
+def test_float32_objective_agrees_with_float64_and_keeps_its_precision():
+    X, y = _data(3000, 5, seed=31)
+    exact = Objective(LogisticLoss(), X, y, L2(0.01))
+    fast = Objective(LogisticLoss(), X, y, L2(0.01), precision="float32")
+    assert exact.with_precision("float64") is exact
+    assert repr(fast).endswith("precision='float32')")
+    Xp, yp = fast.pass_data
+    assert Xp.dtype == np.float32 and yp.dtype == np.float32
+    assert fast.X.dtype == np.float64  # the data of record stay float64
+    W = np.random.default_rng(32).normal(size=(3, 5))
+    idx = np.arange(0, 3000, 7)
+    pairs = {
+        "value": (fast.value(W), exact.value(W)),
+        "grad": (fast.grad(W), exact.grad(W)),
+        "loss_grad idx": (fast.loss_grad(W, idx), exact.loss_grad(W, idx)),
+        "clipped": (fast.clipped_grad_sum(W, 0.5), exact.clipped_grad_sum(W, 0.5)),
+        "clipped_value_sum": (fast.clipped_value_sum(W, 1.0), exact.clipped_value_sum(W, 1.0)),
+    }
+    for key, (got, want) in pairs.items():
+        assert got.dtype == np.float64, key
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6 * np.abs(want).max(), err_msg=key)
+    sub = fast.subset(idx)
+    assert sub.precision == "float32"
+    np.testing.assert_allclose(sub.grad(W), fast.loss_grad(W, idx) + L2(0.01).grad(W), rtol=1e-12)
+    back = fast.with_precision("float64")
+    np.testing.assert_array_equal(back.grad(W), exact.grad(W))
+    with pytest.raises(ValueError, match="precision"):
+        Objective(LogisticLoss(), X, y, precision="float16")
+
+
+def test_float32_rows_are_rounded_toward_zero_so_no_norm_grows():
+    rng = np.random.default_rng(33)
+    X = rng.normal(size=(2000, 9)) * rng.exponential(2.0, size=(2000, 1))
+    X, _ = bounds.project_rows(X, 1.0, "l1")
+    fast = Objective("logistic", X, np.ones(2000), precision="float32")
+    X32 = fast.pass_data[0].astype(float)
+    assert np.all(np.abs(X32) <= np.abs(X))
+    assert np.all(np.sign(X32) * np.sign(X) >= 0)
+    assert np.all(np.abs(X32 - X) <= 2.0**-23 * np.abs(X))
+    for norm in ("l1", "l2", "linf"):
+        assert np.all(bounds.row_norms(X32, norm) <= bounds.row_norms(X, norm))
+    assert bounds.row_norms(X32, "l1").max() <= 1.0  # the enforced bound survives the rounding
+    np.testing.assert_array_equal(fast.row_norms, bounds.row_norms(X32))
+    with pytest.raises(ValueError, match="range of float32"):
+        Objective("logistic", np.full((3, 2), 1e300), np.ones(3), precision="float32")

@@ -18,7 +18,7 @@ random numbers.
 """
 
 from . import bounds, smoothness
-from ._arrays import as_params
+from ._arrays import PRECISIONS, as_params, to_precision
 from .base import Function, Loss
 from .bounds import (
     RELATIONS,
@@ -53,6 +53,8 @@ __all__ = [
     "bounds",
     "smoothness",
     "as_params",
+    "PRECISIONS",
+    "to_precision",
     "Function",
     "Loss",
     "LinearLoss",

@@ -99,7 +99,7 @@ class Loss(ABC):
 
     def value(self, w, X, y) -> float | np.ndarray:
         """Mean loss ``(1/n) Σ_i f(w; x_i, y_i)``."""
-        out = self.per_example_values(w, X, y).mean(axis=-1)
+        out = self.per_example_values(w, X, y).mean(axis=-1, dtype=np.float64)
         ensure_finite_result(out, w=w, X=X, y=y)
         return _scalar(out)
 
@@ -139,7 +139,7 @@ class Loss(ABC):
 
     def clipped_value_sum(self, w, X, y, cap) -> float | np.ndarray:
         """``Σ_i min{f_i, C_obj}`` — the line-search query of chen2020 (sensitivity C_obj)."""
-        out = self.clipped_values(w, X, y, cap).sum(axis=-1)
+        out = self.clipped_values(w, X, y, cap).sum(axis=-1, dtype=np.float64)
         ensure_finite_result(out, w=w, X=X, y=y)
         return _scalar(out)
 

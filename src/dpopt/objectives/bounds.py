@@ -63,16 +63,25 @@ def clip_factors(norms, clip) -> np.ndarray:
     return c / np.maximum(norms, c)
 
 
-def clip_thresholds(norms, clip) -> np.ndarray:
-    """``C/‖x_i‖`` per row (``inf`` for a zero row).
+def clip_thresholds(norms, clip, dtype=np.float64) -> np.ndarray:
+    """``C/‖x_i‖`` per row (``inf`` for a zero row), in ``dtype`` (float64 or float32).
 
     For a linear model the per-example gradient is ``s_i x_i``; clipping it to L2
     norm ``C`` (chen2020 eq. (6)) gives ``sign(s_i)·min(|s_i|, C/‖x_i‖)·x_i``, so
     the clipped coefficients need only these thresholds and no extra pass over X.
+
+    In float32 the thresholds carry a further margin of 2⁻²² relative, more than
+    the 2⁻²⁴ by which rounding to float32 can raise them, so ``t_i·‖x_i‖ < C``
+    still holds exactly.  A threshold beyond the float32 range becomes ``inf``;
+    that is safe because every finite float32 coefficient ``|s_i| ≤ t_i·‖x_i‖``
+    then, too (``‖x_i‖ < C/float32 max``).
     """
     c = as_bound("clip", clip) * SAFETY
-    with np.errstate(divide="ignore"):
-        return c / np.asarray(norms, dtype=float)  # c/0 = inf: a zero row is never clipped
+    if np.dtype(dtype) == np.float32:
+        c *= 1.0 - 2.0**-22
+    with np.errstate(divide="ignore", over="ignore"):
+        # c/0 = inf: a zero row is never clipped
+        return (c / np.asarray(norms, dtype=float)).astype(dtype, copy=False)
 
 
 def clip_by_l2_norm(G, clip) -> np.ndarray:

@@ -11,9 +11,13 @@ pass ``z = X w`` and one pass ``Xᵀ r``:
   ``clip(s_i x_i, C) = sign(s_i)·min(|s_i|, C/‖x_i‖)·x_i``, i.e.
   ``r_i = clip(s_i, −C/‖x_i‖, C/‖x_i‖)``.
 
-The two products are single BLAS calls; the elementwise work between them runs on
-column blocks of the ``(R, n)`` array sized to stay in cache (a loop over blocks
-of thousands of rows, never over rows).
+Both products and the elementwise work between them run on blocks of at least
+4,096 rows (a loop over blocks, never over rows), sized so that a block's
+``(R, rows)`` temporaries stay in cache between the two products.
+
+Precision follows the data: float32 ``X`` (e.g. ``Objective(..., precision=
+"float32")``) makes every pass compute in float32 and accumulate the block
+sums in float64; any other ``X`` computes in float64.
 
 Margin losses (``φ(z, y) = ℓ(y z)`` with ``y ∈ {−1, +1}``) are given by the scalar
 function ``ℓ`` of the margin ``m = y xᵀw`` and its derivative ``dloss(m) = ℓ'(m)``:
@@ -27,11 +31,10 @@ from __future__ import annotations
 from abc import abstractmethod
 
 import numpy as np
-from scipy.special import expit
 
 from .._validation import check_positive
 from . import bounds
-from ._arrays import check_xy_shapes, ensure_finite_result
+from ._arrays import check_xy_shapes, compute_dtype, ensure_finite_result
 from .base import Loss, _scalar
 
 __all__ = [
@@ -45,10 +48,13 @@ __all__ = [
     "LOSSES",
 ]
 
-#: Number of (repetition × row) entries processed per block: 2**15 float64 = 256 KiB,
-#: so that a block's temporaries stay in a core's L2 cache.
-_BLOCK_ENTRIES = 2**15
-_MIN_BLOCK_ROWS = 1024
+#: Number of (repetition × row) entries per block: 2**18 (1 MiB of float32, 2 MiB of
+#: float64 temporaries), so one parameter vector takes 262,144 rows per block and a
+#: batch of R = 20 takes 13,107.  Measured on 100,000 × 20 and 50,000 × 100 data
+#: (benchmarks/bench_objectives.py): larger blocks stop helping, blocks under 4,096
+#: rows pay for the many small BLAS calls.
+_BLOCK_ENTRIES = 2**18
+_MIN_BLOCK_ROWS = 4096
 
 
 def _row_blocks(n: int, repetitions: int):
@@ -67,8 +73,28 @@ def _row_norms(X, y, row_norms) -> np.ndarray:
 
 
 def _accumulate(out: np.ndarray, r: np.ndarray, X: np.ndarray) -> None:
-    """``out += Xᵀ r`` (one GEMV for ``r`` of shape (n,), one GEMM for (R, n))."""
+    """``out += Xᵀ r`` (one GEMV for ``r`` of shape (n,), one GEMM for (R, n)), summed in ``out``'s dtype."""
     out += X.T @ r if r.ndim == 1 else r @ X
+
+
+def _floating(a) -> np.ndarray:
+    """``a`` as a float32 or float64 array (other dtypes become float64)."""
+    a = np.asarray(a)
+    return a if a.dtype in (np.float32, np.float64) else a.astype(np.float64)
+
+
+def _sigmoid_of_negative(m, out=None) -> np.ndarray:
+    """``σ(−m) = 1/(1 + e^m)`` in three vectorized passes, in ``m``'s precision.
+
+    ``e^m`` overflowing to ``inf`` gives ``0``, the correctly rounded value, so
+    the overflow warning is silenced; the result lies in ``[0, 1]`` for every
+    finite ``m``.  (``np.exp`` is vectorized in float32 and faster than
+    ``scipy.special.expit`` in both precisions.)
+    """
+    with np.errstate(over="ignore"):
+        e = np.exp(m, out=out)
+    e += 1.0
+    return np.reciprocal(e, out=e)
 
 
 class LinearLoss(Loss):
@@ -110,8 +136,10 @@ class LinearLoss(Loss):
         return X @ w if w.ndim == 1 else w @ X.T
 
     def _prepare(self, w, X, y):
+        """Shape-checked ``w``, ``X``, ``y`` with ``w`` and ``y`` in the precision of ``X``."""
         X, y = check_xy_shapes(X, y)
-        return self._params(w, X), X, y
+        dtype = compute_dtype(X)
+        return self._params(w, X).astype(dtype, copy=False), X, y.astype(dtype, copy=False)
 
     def per_example_grad_coefs(self, w, X, y) -> np.ndarray:
         """The coefficients ``s_i`` with ``∇f_i = s_i x_i``: ``(n,)`` or ``(R, n)``.
@@ -140,23 +168,18 @@ class LinearLoss(Loss):
         return s
 
     def _reduce(self, w, X, y, coefs):
-        """``Xᵀ r`` with ``r = coefs(z)``, ``z = X w``: exactly two BLAS calls.
+        """``Σ_blocks X_bᵀ r_b`` with ``r_b = coefs(X_b w, rows of b)``: two BLAS calls per block.
 
-        The elementwise work runs block by block on views of ``z`` (column blocks
-        of the ``(R, n)`` array), so its several passes stay in cache; the two
-        products stay single large BLAS calls (many small calls cost thread
-        wake-ups in a multi-threaded BLAS).
+        Each block's ``(R, rows)`` predictions are made, turned into coefficients
+        in place and reduced while they are in cache; the block sums accumulate
+        in float64 whatever the precision of ``X``.
         """
         out = np.zeros(w.shape)
         # Non-finite data show up in the result, which the callers check and explain.
         with np.errstate(invalid="ignore", over="ignore"):
-            z = self.linear_predictions(w, X)
             for sl in _row_blocks(X.shape[0], 1 if w.ndim == 1 else w.shape[0]):
-                zb = z[..., sl]
-                r = coefs(zb, sl)
-                if r is not zb:
-                    zb[...] = r
-            _accumulate(out, z, X)
+                Xb = X[sl]
+                _accumulate(out, coefs(self.linear_predictions(w, Xb), sl), Xb)
         return out
 
     def grad(self, w, X, y) -> np.ndarray:
@@ -171,7 +194,7 @@ class LinearLoss(Loss):
         """Mean loss and mean gradient from one pass ``X w`` and one pass ``Xᵀ s``."""
         w, X, y = self._prepare(w, X, y)
         z = self.linear_predictions(w, X)
-        value = self.phi(z, y).mean(axis=-1)
+        value = self.phi(z, y).mean(axis=-1, dtype=np.float64)
         out = np.zeros(w.shape)
         _accumulate(out, self._coefs(z, y), X)
         out /= X.shape[0]
@@ -189,7 +212,7 @@ class LinearLoss(Loss):
         ``Objective.row_norms``) to avoid an extra pass over X.
         """
         w, X, y = self._prepare(w, X, y)
-        thr = bounds.clip_thresholds(_row_norms(X, y, row_norms), clip)
+        thr = bounds.clip_thresholds(_row_norms(X, y, row_norms), clip, w.dtype)
         out = self._reduce(w, X, y, lambda z, sl: self._clipped_coefs(z, y[sl], thr[sl]))
         ensure_finite_result(out, w=w, X=X, y=y)
         return out
@@ -243,33 +266,42 @@ class LogisticLoss(MarginLoss):
     """``ℓ(m) = log(1 + e^{−m})`` — chen2020 §5.1, kuru2022 eq. (5.1) (minimized, see DESIGN.md).
 
     ``ℓ'(m) = −σ(−m)``, ``ℓ'' = σ(m)σ(−m) ≤ 1/4``.  Computed stably with
-    ``logaddexp`` and ``expit`` (no overflow for any finite margin).
+    ``logaddexp`` and ``σ(−m) = 1/(1 + e^m)`` (no overflow for any finite margin).
     """
 
     name = "logistic"
     curvature_bound = 0.25
 
     def loss(self, m):
-        return np.logaddexp(0.0, -np.asarray(m, dtype=float))
+        m = _floating(m)
+        if m.dtype == np.float64:
+            return np.logaddexp(0.0, -m)
+        # float32: max(−m, 0) + log(1 + e^{−|m|}) with numpy's vectorized exp and log
+        # (logaddexp and log1p are not vectorized: 6× slower); absolute error ≤ 2⁻²³.
+        e = np.abs(m)
+        np.negative(e, out=e)
+        np.exp(e, out=e)
+        e += 1.0
+        np.log(e, out=e)
+        e += np.maximum(-m, 0.0)
+        return e
 
     def dloss(self, m):
-        return -expit(-np.asarray(m, dtype=float))
+        return -_sigmoid_of_negative(_floating(m))
 
     def _coefs(self, z, y):
-        # s = y·ℓ'(m) = −y·σ(−m), three in-place passes over the (R, block) array.
-        ny = -y
-        np.multiply(z, ny, out=z)
-        expit(z, out=z)
-        z *= ny
+        # s = y·ℓ'(m) = −y·σ(−m), five in-place passes over the (R, block) array.
+        np.multiply(z, y, out=z)  # m
+        _sigmoid_of_negative(z, out=z)  # σ(−m) = |s|
+        z *= -y
         return z
 
     def _clipped_coefs(self, z, y, thresholds):
-        # −y·min(σ(−m), t) with 4 in-place passes over the (R, block) array.
-        ny = -y
-        np.multiply(z, ny, out=z)  # −m
-        expit(z, out=z)  # σ(−m) = |s|
+        # −y·min(σ(−m), t), six in-place passes over the (R, block) array.
+        np.multiply(z, y, out=z)
+        _sigmoid_of_negative(z, out=z)
         np.minimum(z, thresholds, out=z)
-        z *= ny
+        z *= -y
         return z
 
 
@@ -284,10 +316,11 @@ class HingeLoss(MarginLoss):
     smooth = False
 
     def loss(self, m):
-        return np.maximum(0.0, 1.0 - np.asarray(m, dtype=float))
+        return np.maximum(0.0, 1.0 - _floating(m))
 
     def dloss(self, m):
-        return -(np.asarray(m, dtype=float) < 1.0).astype(float)
+        m = _floating(m)
+        return -(m < 1.0).astype(m.dtype)
 
     def _coefs(self, z, y):
         np.multiply(z, y, out=z)
@@ -317,13 +350,13 @@ class HuberizedHingeLoss(MarginLoss):
         self.curvature_bound = 1.0 / (2.0 * self.h)
 
     def loss(self, m):
-        m = np.asarray(m, dtype=float)
+        m = _floating(m)
         h = self.h
         quad = (1.0 + h - m) ** 2 / (4.0 * h)
         return np.where(m < 1.0 - h, 1.0 - m, np.where(m > 1.0 + h, 0.0, quad))
 
     def dloss(self, m):
-        m = np.asarray(m, dtype=float)
+        m = _floating(m)
         return -np.clip((1.0 + self.h - m) / (2.0 * self.h), 0.0, 1.0)
 
     def _ramp(self, z, ny):
