@@ -78,6 +78,18 @@ def test_same_seed_same_result(problem):
     assert not np.allclose(a.x, c.x)
 
 
+def test_precision_follows_the_objective_unless_given(problem):
+    kwargs = dict(feature_bound=B, iterations=30, batch_size=50, repetitions=2, rng=11)
+    fast = problem.with_precision("float32")
+    assert minimize(problem, np.zeros(5), 1.0, "nag-opt", **kwargs).info["precision"] == "float64"
+    single = minimize(fast, np.zeros(5), 1.0, "nag-opt", **kwargs)
+    assert single.info["precision"] == "float32"
+    double = minimize(fast, np.zeros(5), 1.0, "nag-opt", precision="float64", **kwargs)
+    assert double.info["precision"] == "float64"
+    # same minibatches and noise: the two precisions differ by rounding only
+    np.testing.assert_allclose(single.x, double.x, rtol=1e-4, atol=1e-4)
+
+
 def test_guarantee_kinds(problem):
     L = problem.constants("kuru2022").L
     from_data = minimize(problem, np.zeros(5), 1.0, "nag", feature_bound=B, iterations=10, rng=0)

@@ -94,7 +94,7 @@ def minimize(
     adjust_iterations: bool = True,
     masg_p: int = 1,
     masg_first_stage: int | None = None,
-    precision: str = "float64",
+    precision: str | None = None,
     private: bool = True,
 ) -> DPResult:
     """Minimize ``objective`` with an ε-DP accelerated method of kuru2022.
@@ -143,7 +143,8 @@ def minimize(
     masg_p, masg_first_stage:
         p and n₁ of eq. (4.7) (n₁ defaults to ⌈√κ ln κ⌉).
     precision:
-        ``"float64"``, or ``"float32"`` for the fast logistic data pass.
+        ``"float64"``, or ``"float32"`` for the fast data passes (relative error ~1e-7);
+        default: the objective's own ``precision``.
     private:
         ``False`` runs the same recursion with exact minibatch gradients and
         no ledger charges (for tests and non-private references): the result
@@ -208,7 +209,7 @@ def minimize(
         oracle = NonPrivateGradientOracle(objective, **common)
     X, t_rec, x_rec = _run(plan, oracle, X0, record)
 
-    evaluator = oracle.data if oracle.rows_projected == 0 else DataPass(objective, precision)
+    evaluator = oracle.data if oracle.rows_projected == 0 else DataPass(objective, oracle.data.precision)
     fun = evaluate(evaluator, X)
     traj = evaluate(evaluator, x_rec) if record is not None else None
     if single:
@@ -233,7 +234,7 @@ def minimize(
         L_source=L_source,
         feature_bound=oracle.feature_bound,
         rows_projected=oracle.rows_projected,
-        precision=precision,
+        precision=oracle.data.precision,
         repetitions=None if single else X.shape[0],
         trajectory_t=t_rec.tolist(),
         private=private,

@@ -58,7 +58,7 @@ class _GradientOracle:
         feature_bound: float,
         batch_size: int | None = None,
         rng: np.random.Generator,
-        precision: str = "float64",
+        precision: str | None = None,
     ):
         if not isinstance(objective, Objective):
             raise TypeError(
@@ -70,7 +70,7 @@ class _GradientOracle:
         self.sensitivity = l1_sensitivity(objective.loss, self.feature_bound)
         X, self.rows_projected = project_rows(objective.X, self.feature_bound, "l1")
         if self.rows_projected:
-            objective = Objective(objective.loss, X, objective.y, objective.regularizer)
+            objective = Objective(objective.loss, X, objective.y, objective.regularizer, precision=objective.precision)
         self.objective = objective
         self.n, self.dim = objective.X.shape
         m = self.n if batch_size is None else check_int("batch_size", batch_size)
@@ -119,13 +119,14 @@ class PrivateGradientOracle(_GradientOracle):
     rng:
         The generator for minibatches and noise.
     precision:
-        ``"float64"`` or ``"float32"`` (see :mod:`dpopt.accelerated.datapass`).
+        ``"float64"`` or ``"float32"`` (see :mod:`dpopt.accelerated.datapass`); default: the
+        objective's own ``precision``.
     """
 
     private = True
 
     def __init__(
-        self, objective, *, feature_bound, batch_size=None, ledger: Ledger, rng, precision="float64"
+        self, objective, *, feature_bound, batch_size=None, ledger: Ledger, rng, precision=None
     ):
         super().__init__(
             objective,
