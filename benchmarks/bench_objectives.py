@@ -14,7 +14,14 @@ the paths that need no per-example tensor):
 * ``dense_grads``     the dense (n, d) / (R, n, d) per-example gradient tensor (memory-bound:
                       it writes R·n·d numbers, so it is reported but not held to the target)
 
-Usage: ``python benchmarks/bench_objectives.py [--repeats K] [--losses logistic,hinge,...]``.
+Every path runs twice: on the float64 data, and on their float32 copy (what
+``Objective(..., precision="float32")`` reads; the baseline stays the float64
+passes).  In float64 the logistic loss's ``exp`` costs more per entry than
+the two passes do at d = 20 (2·20 multiply-adds), so only the float32 path,
+whose ``exp`` is vectorized, can stay within 1.5× there.
+
+Usage: ``python benchmarks/bench_objectives.py [--repeats K] [--losses logistic,hinge,...]
+[--precisions float64,float32] [--no-dense]``.
 Timings depend on the machine and its load; compare ratios within one run only.  On a
 shared machine, ``OPENBLAS_NUM_THREADS=1`` avoids BLAS threads waiting on busy cores.
 """
@@ -28,7 +35,7 @@ from functools import partial
 
 import numpy as np
 
-from dpopt.objectives import bounds, get_loss
+from dpopt.objectives import bounds, get_loss, to_precision
 
 
 def _once(fn) -> float:
@@ -76,6 +83,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--losses", default="logistic,huberized_hinge,hinge,squared")
+    parser.add_argument("--precisions", default="float64,float32")
     parser.add_argument("--no-dense", action="store_true", help="skip the dense tensor timings")
     args = parser.parse_args()
 
@@ -86,29 +94,33 @@ def main() -> None:
         "ms = fastest run; ratio = fastest(path)/fastest(two passes); "
         "paired = median over the runs of time(path)/time(two passes)\n"
     )
-    cols = f"{'data':>12} {'params':>8} {'loss':>16} {'path':>12}"
+    cols = f"{'data':>12} {'params':>8} {'precision':>9} {'loss':>16} {'path':>12}"
     header = f"{cols} {'ms':>9} {'ratio':>7} {'paired':>7}"
     print(header)
     print("-" * len(header))
     for n, d in [(100_000, 20), (50_000, 100)]:
         X = rng.random((n, d)) / np.sqrt(d)
         y = np.where(rng.random(n) < 0.5, -1.0, 1.0)
-        rn = bounds.row_norms(X)  # once per data set, as Objective and Dataset cache them
+        data = {}  # the rows each precision reads, with their norms (once per data set, as Objective caches them)
+        for precision in args.precisions.split(","):
+            Xp = to_precision(X, precision)
+            data[precision] = (Xp, y.astype(precision), bounds.row_norms(Xp))
         for R in (None, 20):
             w = rng.normal(size=(d,) if R is None else (R, d))
             plain = partial(two_passes, X, w)
             label = f"{n}x{d}"
             pshape = "(d,)" if R is None else f"({R},d)"
             _, base, _ = paired_ratio(plain, plain, args.repeats)
-            row = f"{label:>12} {pshape:>8} {'-':>16} {'two passes':>12}"
+            row = f"{label:>12} {pshape:>8} {'float64':>9} {'-':>16} {'two passes':>12}"
             print(f"{row} {base * 1e3:9.2f} {1.0:7.2f} {1.0:7.2f}")
-            for name in args.losses.split(","):
-                calls = paths(get_loss(name), X, y, w, rn, 0.5, not args.no_dense)
-                for path, fn in calls.items():
-                    reps = args.repeats if path != "dense_grads" else max(3, args.repeats // 5)
-                    t, tb, paired = paired_ratio(fn, plain, reps)
-                    row = f"{label:>12} {pshape:>8} {name:>16} {path:>12}"
-                    print(f"{row} {t * 1e3:9.2f} {t / tb:7.2f} {paired:7.2f}")
+            for precision, (Xp, yp, rnp) in data.items():
+                for name in args.losses.split(","):
+                    calls = paths(get_loss(name), Xp, yp, w, rnp, 0.5, not args.no_dense)
+                    for path, fn in calls.items():
+                        reps = args.repeats if path != "dense_grads" else max(3, args.repeats // 5)
+                        t, tb, paired = paired_ratio(fn, plain, reps)
+                        row = f"{label:>12} {pshape:>8} {precision:>9} {name:>16} {path:>12}"
+                        print(f"{row} {t * 1e3:9.2f} {t / tb:7.2f} {paired:7.2f}")
             print()
 
 
