@@ -379,20 +379,7 @@ class LinearModel(PrivateModel):
         w, direction = _check_direction(w, direction, self.dim)
         cap = check_positive("cap", cap)
         z, u, y = self._predictions(w, direction, indices)  # (m,) or (R, m) each
-
-        def values(steps):
-            steps = _steps_for(steps, w)
-            k = steps.shape[-1]
-            out = np.zeros(steps.shape)
-            rows = max(256, _EVAL_ENTRIES // max(k * int(np.prod(w.shape[:-1])), 1))
-            for start in range(0, y.shape[0], rows):
-                sl = slice(start, start + rows)
-                margins = z[..., sl, None] - u[..., sl, None] * steps[..., None, :]  # (..., b, k)
-                phi = self.loss.phi(margins, y[sl, None])
-                out += np.clip(phi, 0.0, cap, out=phi).sum(axis=-2)
-            return out
-
-        return values
+        return self._sum_along(w, z, u, y, lambda phi, sl: np.clip(phi, 0.0, cap, out=phi))
 
     def clipped_decrease_along(self, w, direction, indices, cap):
         """Σ_B clip(φ(z_i) − φ(z_i − η u_i), −C, C) with ``z``, ``u`` and φ(z) computed once."""
@@ -401,6 +388,20 @@ class LinearModel(PrivateModel):
         z, u, y = self._predictions(w, direction, indices)  # (m,) or (R, m) each
         base = self.loss.phi(z, y)
 
+        def clipped_decrease(phi, sl):
+            np.subtract(base[..., sl, None], phi, out=phi)
+            return np.clip(phi, -cap, cap, out=phi)
+
+        return self._sum_along(w, z, u, y, clipped_decrease)
+
+    def _sum_along(self, w, z, u, y, clipped):
+        """``values(steps)`` = Σ_i clipped(φ(z_i − η u_i)) for every candidate step η.
+
+        ``clipped(phi, rows)`` maps one block of losses ``(..., b, k)`` (rows
+        ``rows``, k steps; it may overwrite it) to the clipped per-record
+        quantity; blocks hold :data:`_EVAL_ENTRIES` entries, so they stay in cache.
+        """
+
         def values(steps):
             steps = _steps_for(steps, w)
             k = steps.shape[-1]
@@ -409,9 +410,7 @@ class LinearModel(PrivateModel):
             for start in range(0, y.shape[0], rows):
                 sl = slice(start, start + rows)
                 margins = z[..., sl, None] - u[..., sl, None] * steps[..., None, :]  # (..., b, k)
-                change = self.loss.phi(margins, y[sl, None])
-                np.subtract(base[..., sl, None], change, out=change)
-                out += np.clip(change, -cap, cap, out=change).sum(axis=-2)
+                out += clipped(self.loss.phi(margins, y[sl, None]), sl).sum(axis=-2)
             return out
 
         return values
