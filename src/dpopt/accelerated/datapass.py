@@ -2,7 +2,7 @@
 
 For R parameter vectors W (R, d) it computes the mean loss gradient over all
 n records, or over a *different* minibatch of m records per repetition (index
-sets (R, m)), and the mean loss over all records (for reporting F(x_t)).
+sets (R, m)), and the objective F over all records (for reporting F(x_t)).
 
 Every pass is the objectives layer's (:class:`dpopt.objectives.Objective`,
 :class:`~dpopt.objectives.LinearLoss`); the per-repetition minibatch gradient,
@@ -69,10 +69,6 @@ class DataPass:
         return np.matmul(s[:, None, :], X)[:, 0, :].astype(np.float64) / idx.shape[1]
 
     # -- values -----------------------------------------------------------------------------
-    def mean_loss(self, W: np.ndarray) -> np.ndarray:
-        """(1/n) Σ_i f(w_r; x_i, y_i) for each row of W (R, d): shape (R,)."""
-        return np.atleast_1d(self.objective.loss_value(W))
-
     def value(self, W: np.ndarray) -> np.ndarray:
-        """F(w_r) = mean loss + regularizer for each row of W: shape (R,)."""
-        return self.mean_loss(W) + np.atleast_1d(self.objective.regularizer.value(W))
+        """F(w_r) = mean loss + regularizer for each row of W (R, d): shape (R,)."""
+        return np.atleast_1d(self.objective.value(W))
