@@ -15,32 +15,13 @@ from __future__ import annotations
 
 import argparse
 import functools
-import importlib
-import importlib.util
 import signal
 import sys
 import time
 from pathlib import Path
 
+from ..experiments import registry
 from . import UserError
-
-#: Paper name → (experiment module, what it reproduces).
-PAPERS = {
-    "kuru2022": (
-        "dpopt.experiments.kuru2022",
-        "Kuru et al. (2022) §5: DP-GD, DP-HB, DP-NAG, DP-MASG and the -opt budget split on logistic regression",
-    ),
-    "han2014": (
-        "dpopt.experiments.han2014",
-        "Han, Topcu & Pappas (2014) §5: four private mechanisms for piecewise-affine minimization",
-    ),
-    "chen2020": (
-        "dpopt.experiments.chen2020",
-        "Chen & Lee (2020) §5: private line search (DP-BLSGD, DP-BLGD) against DP-SGD, DP-AGD and others",
-    ),
-}
-#: Experiments that run in one process (``--jobs`` does not apply).
-SINGLE_PROCESS = ("han2014",)
 
 
 def register(sub) -> None:
@@ -48,17 +29,17 @@ def register(sub) -> None:
         "reproduce",
         help="run a paper's experiment and write summary.csv and report.html",
         description=__doc__,
-        epilog="Papers: " + "; ".join(f"{name}: {text}" for name, (_, text) in PAPERS.items()),
+        epilog="Papers: " + "; ".join(f"{e.name}: {e.title}" for e in registry.EXPERIMENTS.values()),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("paper", choices=tuple(PAPERS), help="which paper's experiment")
+    p.add_argument("paper", choices=registry.names(), help="which paper's experiment")
     p.add_argument("--quick", action="store_true", help="reduced configuration, under two minutes (a smoke test)")
     p.add_argument(
         "--out", type=Path, metavar="DIR", help="output folder (default ./dpopt-PAPER, or ./dpopt-PAPER-quick)"
     )
     p.add_argument("--seed", type=int, metavar="S", help="seed of the data, splits and privacy noise (default 0)")
     p.add_argument(
-        "--jobs", type=int, metavar="N", help="worker processes (default: the experiment's; han2014 always runs in one)"
+        "--jobs", type=int, metavar="N", help="worker processes (default: the experiment's; some run in one)"
     )
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=run)
@@ -87,9 +68,12 @@ def _check(args) -> Path:
         check_output_dir(out)
     except ValueError as exc:
         raise UserError(str(exc).replace("out: ", "--out: ", 1)) from exc
-    missing = [name for name in ("matplotlib",) if importlib.util.find_spec(name) is None]
+    experiment = registry.get(args.paper)
+    missing = registry.missing_requirements(experiment)
     if missing:
-        raise UserError(f"dpopt reproduce needs {', '.join(missing)} for its figures: pip install 'dpopt[plots]'")
+        raise UserError(
+            f"dpopt reproduce {args.paper} needs {', '.join(missing)}: pip install 'dpopt[{experiment.extra}]'"
+        )
     return out
 
 
@@ -101,11 +85,12 @@ def run(args) -> int:
     from ..progress import Progress
 
     out = _check(args)
-    module = importlib.import_module(PAPERS[args.paper][0])
+    experiment = registry.get(args.paper)
+    run_experiment = experiment.load()
     progress = Progress(f"reproduce {args.paper}", quiet=args.quiet)
     kwargs = {"quick": args.quick, "out": out, "seed": args.seed, "progress": progress}
     if args.jobs is not None:
-        if args.paper in SINGLE_PROCESS:
+        if not experiment.parallel:
             if not args.quiet:
                 print(f"dpopt reproduce: note: {args.paper} runs in one process; --jobs is ignored", file=sys.stderr)
         else:
@@ -115,7 +100,7 @@ def run(args) -> int:
     # no partial output folder remains.
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        result = module.run(**kwargs)
+        result = run_experiment(**kwargs)
     except KeyboardInterrupt:
         if progress.interactive and not args.quiet:
             progress.stream.write("\n")  # end the redrawn status line before the "interrupted" message
