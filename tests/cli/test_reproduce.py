@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from dpopt.cli import main
-from dpopt.experiments.report import read_report
+from dpopt.report import read_report
 
 #: API.md "Command line": the grid and metric columns, and the papers' method names.
 API = {

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from dpopt.experiments import chen2020 as C
-from dpopt.experiments.report import read_report
+from dpopt.report import read_report
 
 API_COLUMNS = ("method", "dataset", "model", "epsilon", "accuracy_mean", "accuracy_std", "objective_mean")
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from dpopt.experiments import han2014
-from dpopt.experiments.report import read_report
 from dpopt.piecewise import RELATION, PiecewiseAffineProblem, Polytope, solve
+from dpopt.report import read_report
 
 
 @pytest.fixture(scope="module")

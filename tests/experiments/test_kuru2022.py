@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from dpopt.experiments import kuru2022
-from dpopt.experiments.report import read_report
 from dpopt.privacy import PureDPAccountant
 from dpopt.privacy import events as ev
+from dpopt.report import read_report
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..experiments.report import (
+from ..report import (
     Section,
     atomic_output,
     figure_html,

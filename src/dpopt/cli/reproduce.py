@@ -57,7 +57,7 @@ def default_out(paper: str, quick: bool) -> Path:
 
 def _check(args) -> Path:
     """Validate everything before the run starts, so bad input fails in a second, not after minutes."""
-    from ..experiments.report import check_output_dir
+    from ..report import check_output_dir
 
     if args.seed is not None and args.seed < 0:
         raise UserError(f"--seed must be a non-negative integer, got {args.seed}")

@@ -75,7 +75,7 @@ from ..datasets import kfold_indices
 from ..datasets import load as load_dataset
 from ..linesearch.model import LinearModel
 from ..linesearch.registry import SPECS, accuracy, requirement_error
-from .report import (
+from ..report import (
     Section,
     atomic_output,
     check_output_dir,
@@ -811,7 +811,7 @@ def run(quick: bool = False, out=None, *, config: Config | None = None, seed: in
     :class:`dpopt.progress.Progress`).  ``jobs`` worker processes (default 2,
     the machine this was sized for; 1 runs in-process); the results do not
     depend on it.  The output folder is all or nothing
-    (:func:`~dpopt.experiments.report.atomic_output`).  Returns a
+    (:func:`~dpopt.report.atomic_output`).  Returns a
     :class:`Chen2020Run`; ``run(...).to_dict()`` is the JSON-ready form.
     """
     if out is not None:

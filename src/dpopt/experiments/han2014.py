@@ -54,8 +54,7 @@ import numpy as np
 
 from .._validation import check_int, check_positive
 from ..piecewise import PiecewiseAffineProblem, Polytope, minimize, solve, subgradient_method
-from ._blas import single_threaded_blas
-from .report import (
+from ..report import (
     Section,
     atomic_output,
     check_output_dir,
@@ -75,6 +74,7 @@ from .report import (
     write_privacy_records,
     written_files,
 )
+from ._blas import single_threaded_blas
 
 __all__ = ["Config", "QUICK", "FULL", "Han2014Run", "run", "METHODS", "SUMMARY_COLUMNS"]
 
@@ -490,7 +490,7 @@ def run(
     overrides both; ``runs`` and ``seed`` override the chosen configuration's.
     ``progress(done, total, label)`` is called after each mechanism at each grid
     point and each point of Fig. 1 (e.g. :class:`dpopt.progress.Progress`).
-    The output folder is all or nothing (:func:`~dpopt.experiments.report.atomic_output`).
+    The output folder is all or nothing (:func:`~dpopt.report.atomic_output`).
     """
     if out is not None:
         out = check_output_dir(out)

@@ -57,8 +57,7 @@ from ..accelerated import DataPass, bounds, minimize, schedules
 from ..accelerated.allocation import closed_form_scales, log_coefficients
 from ..datasets import kuru2022_logistic
 from ..objectives import L2, Objective
-from ._blas import single_threaded_blas
-from .report import (
+from ..report import (
     Section,
     atomic_output,
     check_output_dir,
@@ -76,6 +75,7 @@ from .report import (
     write_privacy_records,
     written_files,
 )
+from ._blas import single_threaded_blas
 
 __all__ = ["Config", "FULL", "QUICK", "Kuru2022Run", "run", "METHODS", "SUMMARY_COLUMNS"]
 
@@ -694,7 +694,7 @@ def run(
     with F*) and once per finished grid point (e.g. :class:`dpopt.progress.Progress`).
     ``jobs`` processes share the grid (default: 2 for the full run, 1 for quick);
     the results do not depend on it.  The output folder is all or nothing
-    (:func:`~dpopt.experiments.report.atomic_output`).
+    (:func:`~dpopt.report.atomic_output`).
     """
     if out is not None:
         out = check_output_dir(out)

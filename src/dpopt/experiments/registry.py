@@ -12,7 +12,7 @@ How to register a new experiment (e.g. ``liu2024``):
 
    (``result.text`` is printed, ``result.paths`` maps each written file's
    relative name to its path).  Write the output folder with
-   :func:`dpopt.experiments.report.atomic_output` (all or nothing), seed
+   :func:`dpopt.report.atomic_output` (all or nothing), seed
    every random stream from ``seed`` and call ``progress(done, total, label)``
    at least every few seconds.
 2. Add one line at the bottom of this file::

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from dpopt.experiments import report as R
+from dpopt import report as R
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16  # the signature is all figure_html and read_report look at
 
@@ -44,7 +44,7 @@ def test_existing_folder_keeps_other_files_and_gets_the_report_last(tmp_path, mo
     (out / "summary.csv").write_text("old")
     moved = []
     real_replace = os.replace
-    monkeypatch.setattr(R.os, "replace", lambda a, b: (moved.append(os.path.basename(b)), real_replace(a, b)))
+    monkeypatch.setattr(R.files.os, "replace", lambda a, b: (moved.append(os.path.basename(b)), real_replace(a, b)))
     with R.atomic_output(out) as tmp:
         (tmp / "report.html").write_text("<html></html>")
         (tmp / "summary.csv").write_text("new")
