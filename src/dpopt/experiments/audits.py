@@ -513,3 +513,22 @@ def piecewise_subgradient_target() -> AuditTarget:
     from ..piecewise.audit import piecewise_audit_target
 
     return piecewise_audit_target("subgradient")
+
+
+# --------------------------------------------------------------------------- bayesopt (kusner2015)
+
+
+@register("bayesopt-alg3-score")
+def bayesopt_alg3_score_target() -> AuditTarget:
+    """kusner2015 Algorithm 3's released score, ε = 1, tables whose maxima differ by Theorem 7's Δ_f."""
+    from ..bayesopt.audit import alg3_score_target
+
+    return alg3_score_target()
+
+
+@register("bayesopt-alg3-lambda")
+def bayesopt_alg3_lambda_target() -> AuditTarget:
+    """kusner2015 Algorithm 3's released λ, ε = 1, two candidates moved by the per-record bound."""
+    from ..bayesopt.audit import alg3_lambda_target
+
+    return alg3_lambda_target()
