@@ -6,8 +6,9 @@ data-dependent release elsewhere in dpopt goes through :mod:`.mechanisms`
 Metropolis MCMC), which charges a :class:`Ledger` before it returns anything.
 """
 
-from . import calibration, events, mcmc, mechanisms, pure, rdp, sampling, zcdp
+from . import calibration, events, mcmc, mechanisms, pld, pure, rdp, sampling, zcdp
 from .ledger import RELATIONS, BudgetExceededError, Ledger, PrivacySpent
+from .pld import PLDAccountant
 from .pure import PureDPAccountant
 from .rdp import DEFAULT_ORDERS, RDPAccountant
 from .sampling import FixedSizeSampler, PoissonSampler
@@ -20,6 +21,7 @@ __all__ = [
     "calibration",
     "pure",
     "rdp",
+    "pld",
     "zcdp",
     "sampling",
     "Ledger",
@@ -29,6 +31,7 @@ __all__ = [
     "PureDPAccountant",
     "RDPAccountant",
     "ZCDPAccountant",
+    "PLDAccountant",
     "DEFAULT_ORDERS",
     "PoissonSampler",
     "FixedSizeSampler",

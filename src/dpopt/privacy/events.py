@@ -28,6 +28,8 @@ __all__ = [
     "Laplace",
     "Gaussian",
     "VectorLaplace",
+    "DiscreteLaplace",
+    "DiscreteGaussian",
     "Exponential",
     "PureDP",
     "AboveThreshold",
@@ -151,6 +153,56 @@ class VectorLaplace(Event):
     @property
     def epsilon(self) -> float:
         return self.sensitivity / self.scale
+
+
+def _check_integer_sensitivity(value) -> int:
+    """An integer sensitivity ≥ 1 (integers, or floats with an integer value, as JSON writes them)."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return check_int("sensitivity", value, minimum=1)
+
+
+@dataclass(frozen=True)
+class DiscreteLaplace(Event):
+    """Discrete Laplace noise P(x) ∝ exp(−|x|/scale) on the integers, for an integer-valued query.
+
+    ``sensitivity`` is the integer L1 sensitivity Δ; ε = Δ/scale (Canonne,
+    Kamath & Steinke 2020, §2; Ghosh, Roughgarden & Sundararajan 2012 for the
+    geometric mechanism).  :mod:`dpopt.privacy.secure` releases it on a grid.
+    """
+
+    kind: ClassVar[str] = "discrete_laplace"
+    scale: float
+    sensitivity: int = 1
+
+    def __post_init__(self):
+        object.__setattr__(self, "scale", check_positive("scale", self.scale))
+        object.__setattr__(self, "sensitivity", _check_integer_sensitivity(self.sensitivity))
+
+    @property
+    def epsilon(self) -> float:
+        return self.sensitivity / self.scale
+
+
+@dataclass(frozen=True)
+class DiscreteGaussian(Event):
+    """Discrete Gaussian noise P(x) ∝ exp(−x²/(2 sigma²)) on the integers, for an integer-valued query.
+
+    ``sensitivity`` is the integer L2 sensitivity Δ.  It is Δ²/(2σ²)-zCDP
+    like the continuous Gaussian (Canonne, Kamath & Steinke 2020).
+    """
+
+    kind: ClassVar[str] = "discrete_gaussian"
+    sigma: float
+    sensitivity: int = 1
+
+    def __post_init__(self):
+        object.__setattr__(self, "sigma", check_positive("sigma", self.sigma))
+        object.__setattr__(self, "sensitivity", _check_integer_sensitivity(self.sensitivity))
+
+    @property
+    def noise_multiplier(self) -> float:
+        return self.sigma / self.sensitivity
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,7 @@ def invert_amplification(epsilon: float, rate: float) -> float:
 
 def pure_epsilon(event: ev.Event) -> float:
     """The pure-DP ε of ``event``; ``ValueError`` if it has no pure-DP guarantee."""
-    if isinstance(event, ev.Laplace | ev.VectorLaplace):
+    if isinstance(event, ev.Laplace | ev.VectorLaplace | ev.DiscreteLaplace):
         return event.epsilon
     if isinstance(event, ev.Exponential | ev.PureDP):
         return event.epsilon
@@ -77,7 +77,7 @@ def pure_epsilon(event: ev.Event) -> float:
         return math.fsum(pure_epsilon(e) for e in event.events)
     if isinstance(event, ev.SelfComposed):
         return event.count * pure_epsilon(event.event)
-    if isinstance(event, ev.Gaussian):
+    if isinstance(event, ev.Gaussian | ev.DiscreteGaussian):
         raise ValueError("the Gaussian mechanism has no pure-DP guarantee; use RDPAccountant")
     raise ValueError(f"no pure-DP guarantee is known for event {type(event).__name__}")
 

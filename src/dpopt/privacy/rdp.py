@@ -462,8 +462,11 @@ def _subsampled_curve(event: ev.Subsampled, a: np.ndarray) -> np.ndarray:
 
 
 def _compute_curve(event: ev.Event, a: np.ndarray) -> np.ndarray:
-    if isinstance(event, ev.Gaussian):
+    if isinstance(event, ev.Gaussian | ev.DiscreteGaussian):
+        # the discrete Gaussian is ½(Δ/σ)²-concentrated DP, like the continuous one (Canonne, Kamath & Steinke 2020)
         return gaussian_rdp(event.noise_multiplier, a)
+    if isinstance(event, ev.DiscreteLaplace):
+        return pure_dp_rdp(event.epsilon, a)
     if isinstance(event, ev.Laplace):
         return laplace_rdp(event.epsilon, a)
     if isinstance(event, ev.VectorLaplace | ev.Exponential | ev.PureDP):

@@ -80,7 +80,7 @@ def zcdp_rho(event: ev.Event) -> float:
     * ``Composed``: sum; ``SelfComposed``: count × ρ;
     * ``Subsampled`` with rate 1: the inner event; rate < 1: ``ValueError``.
     """
-    if isinstance(event, ev.Gaussian):
+    if isinstance(event, ev.Gaussian | ev.DiscreteGaussian):
         return 0.5 / event.noise_multiplier**2
     if isinstance(event, ev.AboveThreshold) and event.noise == "gaussian":
         return 0.5 * (1.0 / event.sigma1**2 + 4.0 / event.sigma2**2)
