@@ -2,6 +2,9 @@
 
 * :func:`calibrate_gaussian_sigma` — smallest Gaussian σ for T Poisson-subsampled
   steps under the RDP accountant (the DP-SGD calibration).
+* :func:`calibrate_noise_multiplier` — the same for any per-step event built from
+  one noise multiplier z (e.g. a Gaussian gradient and a Gaussian AboveThreshold
+  search sharing one per-step RDP budget, chen2020 §5.7).
 * :func:`analytic_gaussian_sigma`, :func:`gaussian_delta` — the exact (ε, δ)
   curve of one Gaussian mechanism (Balle & Wang 2018, Thm 8).
 * :func:`calibrate_laplace_scale`, :func:`kuru2022_step_epsilon`,
@@ -24,6 +27,7 @@ from .pure import invert_amplification
 
 __all__ = [
     "calibrate_gaussian_sigma",
+    "calibrate_noise_multiplier",
     "analytic_gaussian_sigma",
     "gaussian_delta",
     "calibrate_laplace_scale",
@@ -113,6 +117,33 @@ def calibrate_gaussian_sigma(
         name="noise multiplier",
     )
     return z * sensitivity
+
+
+def calibrate_noise_multiplier(step_event, epsilon: float, delta: float, *, steps: int = 1, orders=None) -> float:
+    """Smallest z such that ``steps`` compositions of ``step_event(z)`` are (ε, δ)-DP under RDP.
+
+    ``step_event(z)`` returns the event of one step for noise multiplier z; its
+    privacy loss must not increase with z (more noise, less loss).  The
+    guarantee is the one :class:`~dpopt.privacy.rdp.RDPAccountant` reports for
+    ``SelfComposed(step_event(z), steps)``; the returned z is verified to meet it.
+    """
+    if not callable(step_event):
+        raise TypeError("step_event must be callable as step_event(z) -> Event")
+    epsilon = val.check_positive("epsilon", epsilon)
+    delta = _check_target_delta(delta)
+    steps = val.check_int("steps", steps, minimum=1)
+    a = rdp._check_orders(orders)
+
+    def eps_of(z: float) -> float:
+        curve = steps * rdp.rdp_curve(step_event(z), a)
+        return rdp.rdp_to_epsilon(a, curve, delta)[0]
+
+    return _smallest_passing(
+        lambda z: eps_of(z) <= epsilon,
+        lambda u: eps_of(math.exp(u)) - epsilon,
+        start=1.0,
+        name="noise multiplier",
+    )
 
 
 def _log_gaussian_delta(s: float, epsilon: float) -> float:

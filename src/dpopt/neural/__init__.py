@@ -1,0 +1,21 @@
+"""Private training of PyTorch networks (extra ``dpopt[torch]``): DP-SGD, DP-Adam, DP-BLSGD.
+
+chen2020 §5.7 on the shared privacy core: clipped per-example gradients by ghost
+norms and book-keeping (:mod:`.persample`), a ``torch.nn.Module`` behind the line
+search's private-model contract (:mod:`.model`), the three methods at equal
+per-iteration Rényi DP (:mod:`.methods`) and the :func:`train` face.  This
+package is the only place besides :mod:`dpopt.privacy.torch_noise` that imports torch.
+"""
+
+try:
+    import torch  # noqa: F401
+except ImportError as exc:  # pragma: no cover - depends on the installation
+    raise ImportError("dpopt.neural needs PyTorch: pip install 'dpopt[torch]'") from exc
+
+from .methods import METHODS, NeuralHyper
+from .model import LOSSES, TorchModel
+from .persample import PerSampleGradients, check_module
+from .train import Trained, train
+
+__all__ = ["train", "Trained", "TorchModel", "PerSampleGradients", "check_module", "NeuralHyper", "METHODS",
+           "LOSSES"]

@@ -1,0 +1,320 @@
+"""Clipped per-example gradients of a ``torch.nn.Module``: ghost norms and book-keeping.
+
+DP-SGD (Abadi et al. 2016) and chen2020 Algorithm 2 (line 5, eq. (6)) need
+Σ_i clip(∇f_i, C) over a minibatch.  Materializing every ∇f_i costs memory and
+time proportional to batch × parameters; this module avoids it where a layer
+allows:
+
+1. one forward pass records every parametrized layer's input ``a`` and output;
+2. one backward pass of Σ_i f_i to the layer *outputs* gives each example's
+   backprop ``b_i`` (only example i's loss depends on example i's activations,
+   which is why layers that mix examples, BatchNorm, are refused);
+3. per layer, ‖∇_θ f_i‖² from (a_i, b_i) without forming ∇_θ f_i — for Linear
+   ``‖b_i‖²‖a_i‖²`` (one token) or ⟨a_i a_iᵀ, b_i b_iᵀ⟩ over T tokens (ghost
+   norm, Li et al. 2022), whichever of that and materializing is cheaper; Conv2d
+   is a Linear over its unfolded patches (Bu et al. 2023);
+4. clip weights c_i = min(1, C/‖∇f_i‖), and the clipped sum per layer as one
+   product Σ_i c_i b_iᵀ a_i (book-keeping, Bu et al. 2023: no second backward).
+
+Layers without such a rule (LayerNorm, GroupNorm, anything else with
+parameters) materialize their own small per-example gradients — by formula
+for the norms, by ``torch.func.vmap(grad)`` of the layer alone otherwise.
+Batches are processed in chunks, so memory is bounded for any batch size.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+__all__ = ["check_module", "PerSampleGradients", "SUPPORTED_LAYERS"]
+
+#: Layers with a dedicated rule; any other layer with parameters uses the generic vmap rule.
+SUPPORTED_LAYERS = (nn.Linear, nn.Conv2d, nn.LayerNorm, nn.GroupNorm)
+
+
+def check_module(module) -> nn.Module:
+    """``module`` itself, or a one-line ``TypeError`` for what clipping per example cannot handle."""
+    if not isinstance(module, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(module).__name__}")
+    for name, sub in module.named_modules():
+        if isinstance(sub, nn.modules.batchnorm._BatchNorm):
+            raise TypeError(
+                f"model layer {name or type(sub).__name__!r} is {type(sub).__name__}, which mixes the examples "
+                "of a batch (per-example gradients are undefined); use GroupNorm or LayerNorm instead"
+            )
+        children = list(sub.children())
+        own = [p for p in sub.parameters(recurse=False) if p.requires_grad]
+        if own and children:
+            raise TypeError(
+                f"model layer {name!r} owns parameters and also has sub-layers; "
+                "put its parameters in a leaf layer (a module without children)"
+            )
+    if not any(p.requires_grad for p in module.parameters()):
+        raise ValueError("model has no trainable parameters")
+    return module
+
+
+# -- per-layer rules ----------------------------------------------------------------------
+# A rule turns one call's (input, output backprop) into (a) per-example squared norms and
+# (b) the clip-weighted sum of per-example gradients, one tensor per parameter in the
+# layer's parameter order.  ``per_example`` materializes (for tests and shared layers).
+
+def _tokens(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(batch, T, features) views of a Linear's input and output backprop."""
+    return a.reshape(a.shape[0], -1, a.shape[-1]), b.reshape(b.shape[0], -1, b.shape[-1])
+
+
+class _MatmulRule:
+    """Layers whose weight gradient is Σ_t b_t a_tᵀ over tokens t (Linear; Conv2d after unfold)."""
+
+    def __init__(self, layer):
+        self.layer = layer
+        self.has_bias = layer.bias is not None and layer.bias.requires_grad
+        self.has_weight = layer.weight.requires_grad
+
+    def tokens(self, a, b):
+        return _tokens(a, b)
+
+    def sq_norms(self, a, b) -> torch.Tensor:
+        a, b = self.tokens(a, b)
+        total = torch.zeros(a.shape[0], dtype=a.dtype, device=a.device)
+        if self.has_weight:
+            t, din, dout = a.shape[1], a.shape[2], b.shape[2]
+            if t == 1:
+                total = total + a.square().sum((1, 2)) * b.square().sum((1, 2))
+            elif t * t <= din * dout:  # ghost norm: <a aᵀ, b bᵀ> costs T²(din + dout)
+                total = total + (torch.bmm(a, a.transpose(1, 2)) * torch.bmm(b, b.transpose(1, 2))).sum((1, 2))
+            else:  # materialize: T·din·dout per example
+                total = total + torch.bmm(b.transpose(1, 2), a).square().sum((1, 2))
+        if self.has_bias:
+            total = total + b.sum(1).square().sum(1)
+        return total
+
+    def weighted(self, a, b, c) -> list[torch.Tensor]:
+        a, b = self.tokens(a, b)
+        out = []
+        cb = b * c[:, None, None]
+        if self.has_weight:
+            w = cb.reshape(-1, cb.shape[-1]).t() @ a.reshape(-1, a.shape[-1])
+            out.append(w.reshape(self.layer.weight.shape))
+        if self.has_bias:
+            out.append(cb.sum((0, 1)))
+        return out
+
+    def per_example(self, a, b) -> list[torch.Tensor]:
+        a, b = self.tokens(a, b)
+        out = []
+        if self.has_weight:
+            g = torch.bmm(b.transpose(1, 2), a)
+            out.append(g.reshape((a.shape[0],) + self.layer.weight.shape))
+        if self.has_bias:
+            out.append(b.sum(1))
+        return out
+
+
+class _Conv2dRule(_MatmulRule):
+    """Conv2d as a Linear over unfolded patches: a → (batch, L, C_in·k_h·k_w), b → (batch, L, C_out)."""
+
+    def tokens(self, a, b):
+        m = self.layer
+        u = F.unfold(a, m.kernel_size, dilation=m.dilation, padding=m.padding, stride=m.stride)
+        return u.transpose(1, 2), b.reshape(b.shape[0], b.shape[1], -1).transpose(1, 2)
+
+
+class _MaterializeRule:
+    """Rules that form per-example gradients of a (small) layer, then norm and weight them."""
+
+    def sq_norms(self, a, b) -> torch.Tensor:
+        return sum(g.reshape(g.shape[0], -1).square().sum(1) for g in self.per_example(a, b))
+
+    def weighted(self, a, b, c) -> list[torch.Tensor]:
+        return [torch.tensordot(c, g, dims=1) for g in self.per_example(a, b)]
+
+
+class _NormRule(_MaterializeRule):
+    """LayerNorm / GroupNorm: ∇γ_i = Σ b_i ⊙ x̂_i and ∇β_i = Σ b_i over the non-parameter axes."""
+
+    def __init__(self, layer):
+        self.layer = layer
+        self.use = [p is not None and p.requires_grad for p in (layer.weight, layer.bias)]
+
+    def normalized(self, a):
+        m = self.layer
+        if isinstance(m, nn.LayerNorm):
+            return F.layer_norm(a, m.normalized_shape, eps=m.eps)
+        return F.group_norm(a, m.num_groups, eps=m.eps)
+
+    def per_example(self, a, b) -> list[torch.Tensor]:
+        m = self.layer
+        if isinstance(m, nn.LayerNorm):
+            shape = (a.shape[0], -1) + tuple(m.normalized_shape)
+        else:  # GroupNorm: parameters per channel (axis 1)
+            shape = (a.shape[0], a.shape[1], -1)
+        axis = 1 if isinstance(m, nn.LayerNorm) else 2
+        out = []
+        if self.use[0]:
+            out.append((b * self.normalized(a)).reshape(shape).sum(axis))
+        if self.use[1]:
+            out.append(b.reshape(shape).sum(axis))
+        return out
+
+
+class _GenericRule(_MaterializeRule):
+    """Any other leaf layer: ∇_θ⟨layer(a_i; θ), b_i⟩ per example by ``torch.func.vmap(grad)``."""
+
+    def __init__(self, layer):
+        self.layer = layer
+        self.names = [name for name, p in layer.named_parameters() if p.requires_grad]
+
+    def per_example(self, a, b) -> list[torch.Tensor]:
+        from torch.func import functional_call, grad, vmap
+
+        params = {name: p.detach() for name, p in self.layer.named_parameters() if name in self.names}
+
+        def inner(theta, ai, bi):
+            out = functional_call(self.layer, theta, (ai.unsqueeze(0),))
+            return (out * bi.unsqueeze(0)).sum()
+
+        grads = vmap(grad(inner), in_dims=(None, 0, 0))(params, a, b)
+        return [grads[name] for name in self.names]
+
+
+def _rule_for(layer):
+    if isinstance(layer, nn.Linear):
+        return _MatmulRule(layer)
+    if isinstance(layer, nn.Conv2d) and layer.groups == 1 and layer.padding_mode == "zeros" \
+            and not isinstance(layer.padding, str):
+        return _Conv2dRule(layer)
+    if isinstance(layer, nn.LayerNorm | nn.GroupNorm):
+        return _NormRule(layer)
+    return _GenericRule(layer)
+
+
+# -- the engine ---------------------------------------------------------------------------
+
+class PerSampleGradients:
+    """Per-example gradient norms and clipped gradient sums of ``module`` under ``loss_fn``.
+
+    Parameters
+    ----------
+    module:
+        A ``torch.nn.Module`` whose parameters all live in leaf layers; no BatchNorm.
+    loss_fn:
+        ``loss_fn(output, target) -> (batch,)`` per-example losses.
+    chunk_size:
+        Examples per forward/backward pass (bounds memory for any batch size).
+    """
+
+    def __init__(self, module, loss_fn, *, chunk_size: int = 256):
+        self.module = check_module(module)
+        self.loss_fn = loss_fn
+        if not isinstance(chunk_size, int) or chunk_size < 1:
+            raise ValueError(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
+        self.chunk_size = chunk_size
+        self.layers = []
+        for layer in module.modules():
+            if next(layer.children(), None) is None and any(p.requires_grad for p in layer.parameters()):
+                self.layers.append((layer, _rule_for(layer), [p for p in layer.parameters() if p.requires_grad]))
+        #: Trainable parameters, in the order of the flat vectors this class returns.
+        self.params = [p for _, _, ps in self.layers for p in ps]
+
+    def _record(self, x, y):
+        """Forward one chunk with hooks: (per-example losses, [(layer index, input, output)])."""
+        calls = []
+        handles = []
+        for index, (layer, _, _) in enumerate(self.layers):
+            def hook(mod, inputs, output, index=index):
+                calls.append((index, inputs[0].detach(), output))
+            handles.append(layer.register_forward_hook(hook))
+        try:
+            losses = self.loss_fn(self.module(x), y)
+        finally:
+            for h in handles:
+                h.remove()
+        if losses.shape != (x.shape[0],):
+            raise ValueError(
+                f"loss_fn must return per-example losses of shape ({x.shape[0]},), got {tuple(losses.shape)}"
+            )
+        return losses, calls
+
+    def _backprops(self, x, y):
+        losses, calls = self._record(x, y)
+        if not calls:
+            raise RuntimeError("no parametrized layer took part in the forward pass")
+        outputs = [out for _, _, out in calls]
+        backs = torch.autograd.grad(losses.sum(), outputs, allow_unused=True)
+        per_layer: dict[int, list] = {}
+        for (index, a, out), b in zip(calls, backs, strict=True):
+            per_layer.setdefault(index, []).append((a, torch.zeros_like(out) if b is None else b))
+        return losses.detach(), per_layer
+
+    def _chunks(self, n: int):
+        for start in range(0, n, self.chunk_size):
+            yield slice(start, min(start + self.chunk_size, n))
+
+    def _layer_norms(self, per_layer) -> torch.Tensor:
+        total = None
+        for index, pairs in per_layer.items():
+            rule = self.layers[index][1]
+            if len(pairs) == 1:
+                sq = rule.sq_norms(*pairs[0])
+            else:  # a layer called more than once (shared weights): sum per-example grads over calls
+                grads = [sum(gs) for gs in zip(*(rule.per_example(a, b) for a, b in pairs), strict=True)]
+                sq = sum(g.reshape(g.shape[0], -1).square().sum(1) for g in grads)
+            total = sq if total is None else total + sq
+        return total
+
+    def norms(self, x, y) -> torch.Tensor:
+        """‖∇_θ f_i‖₂ for every example i of ``(x, y)`` (no per-example gradient materialized
+        where a layer's rule allows)."""
+        out = []
+        for s in self._chunks(x.shape[0]):
+            _, per_layer = self._backprops(x[s], y[s])
+            out.append(self._layer_norms(per_layer).clamp_min(0).sqrt())
+        return torch.cat(out)
+
+    def per_example(self, x, y) -> list[torch.Tensor]:
+        """Materialized per-example gradients, one ``(batch, *p.shape)`` tensor per parameter."""
+        chunks = []
+        for s in self._chunks(x.shape[0]):
+            _, per_layer = self._backprops(x[s], y[s])
+            grads = []
+            for index, (_, rule, ps) in enumerate(self.layers):
+                pairs = per_layer.get(index)
+                if pairs is None:
+                    grads += [torch.zeros((s.stop - s.start,) + p.shape, dtype=p.dtype, device=p.device) for p in ps]
+                    continue
+                grads += [sum(gs) for gs in zip(*(rule.per_example(a, b) for a, b in pairs), strict=True)]
+            chunks.append(grads)
+        return [torch.cat(parts) for parts in zip(*chunks, strict=True)]
+
+    def clipped_sum(self, x, y, clip: float) -> tuple[torch.Tensor, torch.Tensor]:
+        """(Σ_i clip(∇f_i, C) as a flat vector, the per-example losses) — chen2020 eq. (6).
+
+        The clip weight is min(1, C'/‖∇f_i‖) with C' = C·(1 − 8·machine ε), so rounding in the
+        norm can never make a clipped gradient longer than C.
+        """
+        margin = 1.0 - 8.0 * torch.finfo(self.params[0].dtype).eps
+        flat = torch.zeros(sum(p.numel() for p in self.params), dtype=self.params[0].dtype,
+                           device=self.params[0].device)
+        losses = []
+        for s in self._chunks(x.shape[0]):
+            loss, per_layer = self._backprops(x[s], y[s])
+            losses.append(loss)
+            norm = self._layer_norms(per_layer).clamp_min(0).sqrt()
+            weight = (clip * margin / norm.clamp_min(1e-30)).clamp(max=1.0)
+            offset = 0
+            for index, (_, rule, ps) in enumerate(self.layers):
+                size = sum(p.numel() for p in ps)
+                pairs = per_layer.get(index)
+                if pairs is not None:
+                    for a, b in pairs:
+                        if len(pairs) == 1:
+                            parts = rule.weighted(a, b, weight)
+                        else:
+                            parts = [torch.tensordot(weight, g, dims=1) for g in rule.per_example(a, b)]
+                        flat[offset:offset + size] += torch.cat([g.reshape(-1) for g in parts])
+                offset += size
+        return flat, torch.cat(losses) if losses else torch.zeros(0)

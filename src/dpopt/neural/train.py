@@ -1,0 +1,134 @@
+"""``dpopt.neural.train``: private training of a PyTorch module, the face a PyTorch user expects."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .._validation import as_generator, check_delta, check_positive, check_rate
+from ..privacy import Ledger
+from ..privacy.calibration import calibrate_noise_multiplier
+from ..progress import Progress
+from ..result import DPResult
+from .methods import METHODS, NeuralHyper, iteration_event, make_oracle, run, steps_from_epochs
+from .model import TorchModel, as_tensors
+
+__all__ = ["train", "Trained"]
+
+_NOTES = (
+    "Renyi DP under add/remove-one with Poisson subsampling at rate q; every iteration is charged as its "
+    "amplified event before release. The number of records n is treated as public (it normalizes sums)."
+)
+
+
+@dataclass
+class Trained:
+    """What :func:`train` returns: the trained module, per-iteration history and the privacy record.
+
+    ``history`` holds arrays ``iteration``, ``epsilon`` (spent after that iteration) and
+    ``step_size`` (DP-BLSGD: the step NoisyBTLS chose).
+    """
+
+    module: torch.nn.Module
+    history: dict
+    result: DPResult
+
+    def __iter__(self):
+        yield self.module
+        yield self.history
+        yield self.result
+
+
+def train(model, data, *, method: str = "dp-sgd", epsilon: float, delta: float, epochs: float | None = None,
+          steps: int | None = None, batch_rate: float, clip: float = 1.0, lr: float | None = None,
+          l2: float = 0.0, loss="cross_entropy", ledger: Ledger | None = None, device=None, seed=None,
+          noise_multiplier: float | None = None, progress=None, callback=None, chunk_size: int = 256,
+          **hyper) -> Trained:
+    """Train ``model`` on ``data`` with ``method`` in ``"dp-sgd"``, ``"dp-adam"``, ``"dp-blsgd"`` (chen2020 §5.7).
+
+    Parameters
+    ----------
+    model:
+        A ``torch.nn.Module`` (no BatchNorm); trained in place and returned.
+    data:
+        ``(X, y)`` arrays or tensors, or a ``TensorDataset``.
+    epsilon, delta:
+        The (ε, δ) budget of the whole run (Rényi-DP accounting, add/remove-one).
+    epochs, steps:
+        Length of the run: exactly one of them; ``epochs`` means ⌈epochs/q⌉ iterations.
+    batch_rate:
+        Poisson sampling rate q ∈ (0, 1] (§5.4: 1/200).
+    clip:
+        C_grad, the per-example gradient clipping threshold (eq. (6)).
+    lr:
+        DP-SGD/DP-Adam step (default 0.2 / 0.001); DP-BLSGD chooses its own (``eta0=``).
+    l2:
+        μ of (μ/2)‖w‖² (§5.1: 0.001).
+    ledger:
+        A ledger to charge (a parent's ``child`` budget, say); default a new RDP ledger of (ε, δ).
+    device:
+        Where to train (``"cpu"``, ``"cuda"``); default the module's device.
+    seed:
+        Seed or ``numpy.random.Generator`` for sampling and noise (None: OS entropy).
+    noise_multiplier:
+        z with ρ_iter = 1/(2z²) per iteration; default: the smallest z for which the planned
+        iterations of ``method`` fit (ε, δ).  Give the same z to compare methods at equal
+        per-iteration RDP; the run then stops early if the budget runs out.
+    progress:
+        ``True`` for a progress line, or a callable ``progress(done, total, label)``.
+    callback:
+        ``callback(iteration, module)`` after every iteration (e.g. to evaluate on public or test data).
+    hyper:
+        Further :class:`~dpopt.neural.methods.NeuralHyper` fields (``eta0``, ``alpha``, ``beta``, ``max_it``,
+        ``c_obj``, ``betas``, ...).
+
+    Returns
+    -------
+    :class:`Trained` ``(module, history, result)``; ``result`` is the :class:`~dpopt.result.DPResult`
+    with the event log; ``result.info["stop"]`` is ``"completed"``, ``"budget"`` or ``"interrupted"``
+    (Ctrl-C: the last completed iterate is kept and ``result.privacy`` is the true ε spent so far).
+    """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {list(METHODS)}, got {method!r}")
+    epsilon = check_positive("epsilon", epsilon)
+    delta = check_delta("delta", delta)
+    if delta == 0.0:
+        raise ValueError("delta must be in (0, 1): the Gaussian mechanism has no pure-DP guarantee")
+    rate = check_rate("batch_rate", batch_rate)
+    clip = check_positive("clip", clip)
+    if (epochs is None) == (steps is None):
+        raise ValueError("give exactly one of epochs and steps")
+    steps = steps_from_epochs(epochs, rate) if steps is None else steps
+    if not isinstance(steps, int | np.integer) or steps < 1:
+        raise ValueError(f"steps must be an integer >= 1, got {steps!r}")
+    params = NeuralHyper(lr=lr, **hyper)
+    if ledger is None:
+        ledger = Ledger(epsilon, delta, "rdp")
+    elif not isinstance(ledger, Ledger):
+        raise TypeError(f"ledger must be a dpopt.privacy.Ledger, got {type(ledger).__name__}")
+    if device is not None:
+        model = model.to(device)
+    rng = as_generator(seed)
+    X, y = as_tensors(data)
+    target = TorchModel(model, X, y, loss=loss, l2=l2, chunk_size=chunk_size)
+    generator = torch.Generator(device=target.device)
+    generator.manual_seed(int(rng.integers(2**63 - 1)))
+    oracle = make_oracle(target, ledger=ledger, rng=rng, rate=rate, clip=clip, hyper=params)
+    if noise_multiplier is None:
+        z = calibrate_noise_multiplier(lambda z: iteration_event(oracle, method, z, params), epsilon, delta,
+                                       steps=int(steps))
+    else:
+        z = check_positive("noise_multiplier", noise_multiplier)
+    if progress is True:
+        progress = Progress(f"train {method}")
+    out = run(target, method, oracle=oracle, generator=generator, steps=int(steps), z=z, hyper=params,
+              progress=progress or None, callback=callback)
+    info = {"stop": out["stop"], "noise_multiplier": z, "rho_iter": 1.0 / (2.0 * z * z),
+            "rho_grad": out["rho_grad"], "rho_search": out["rho_search"], "sigma": out["sigma"],
+            "batch_rate": rate, "clip": clip, "c_obj": params.c_obj, "steps_planned": int(steps),
+            "final_eta0": out["eta0_final"]}
+    result = DPResult.from_ledger(ledger, x=target.get_tensor().cpu().numpy(), fun=None, method=method,
+                                  nit=len(out["history"]["iteration"]), info=info, notes=_NOTES)
+    return Trained(model, out["history"], result)

@@ -1,0 +1,144 @@
+"""dpopt.neural.train: the three methods, their budgets, stopping, Ctrl-C and input validation."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from dpopt.neural import TorchModel, train
+from dpopt.neural.methods import NeuralHyper, iteration_event, make_oracle
+from dpopt.privacy import Ledger, RDPAccountant
+from dpopt.privacy import events as ev
+
+
+def _data(n=300, d=5, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    y = (X @ rng.normal(size=d) > 0).astype(np.int64)
+    return X, y
+
+
+def _net(seed=0, d=5):
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(d, 8), nn.Tanh(), nn.Linear(8, 2))
+
+
+@pytest.mark.parametrize("method", ["dp-sgd", "dp-adam", "dp-blsgd"])
+def test_methods_spend_the_budget_they_report_and_learn(method):
+    X, y = _data()
+    net = _net()
+    out = train(net, (X, y), method=method, epsilon=3.0, delta=1e-5, steps=60, batch_rate=0.2, clip=1.0,
+                seed=4, lr=0.05 if method == "dp-adam" else None)
+    module, history, result = out
+    assert module is net
+    assert result.nit == 60 and result.info["stop"] == "completed"
+    assert result.epsilon <= 3.0 * (1 + 1e-9)
+    assert result.epsilon > 2.9  # calibrated to use the budget
+    replay = RDPAccountant().compose(ev.Composed(result.events)).get_epsilon(1e-5)
+    assert replay == pytest.approx(result.epsilon, rel=1e-12)
+    assert np.all(np.diff(history["epsilon"]) > 0)
+    accuracy = (net(torch.from_numpy(X)).argmax(1).numpy() == y).mean()
+    assert accuracy > 0.75
+    assert np.allclose(result.x, torch.nn.utils.parameters_to_vector(net.parameters()).detach().numpy())
+
+
+def test_equal_per_iteration_budget_and_split():
+    X, y = _data()
+    hyper = NeuralHyper()
+    z = 1.3
+    for method in ("dp-sgd", "dp-adam", "dp-blsgd"):
+        out = train(_net(), (X, y), method=method, epsilon=50.0, delta=1e-5, steps=3, batch_rate=0.1,
+                    noise_multiplier=z, seed=0)
+        info = out.result.info
+        assert info["rho_grad"] + info["rho_search"] == pytest.approx(1 / (2 * z * z), rel=1e-12)
+        if method == "dp-blsgd":
+            assert info["rho_search"] == pytest.approx(0.1 / (2 * z * z))
+    # the events charged per iteration are the ones the calibration composes
+    ledger = Ledger(50.0, 1e-5, "rdp")
+    oracle = make_oracle(TorchModel(_net(), *_data()), ledger=ledger, rng=np.random.default_rng(0), rate=0.1,
+                         clip=1.0, hyper=hyper)
+    blsgd = iteration_event(oracle, "dp-blsgd", z, hyper)
+    assert isinstance(blsgd, ev.Composed) and len(blsgd.events) == 2
+    gradient, search = blsgd.events
+    assert gradient.event.sigma == pytest.approx(1.0 / math.sqrt(2 * 0.9 / (2 * z * z)))
+    assert isinstance(search.event, ev.AboveThreshold) and search.rate == 0.1
+
+
+def test_failed_line_search_returns_the_smallest_step():
+    X, y = _data()
+    # η₀ so large that every candidate overshoots: the search fails and takes β^max_it·η₀
+    out = train(_net(), (X, y), method="dp-blsgd", epsilon=100.0, delta=1e-5, steps=2, batch_rate=0.5,
+                noise_multiplier=0.3, seed=1, eta0=1e6, max_it=3, alpha=0.5)
+    assert out.history["step_size"][0] == pytest.approx(1e6 * 0.8**3)
+
+
+def test_interrupt_keeps_last_iterate_and_true_epsilon():
+    X, y = _data()
+    net = _net()
+    calls = {"n": 0}
+    kept = {}
+
+    def loss(out, target):
+        calls["n"] += 1
+        if calls["n"] == 5:
+            raise KeyboardInterrupt
+        return nn.functional.cross_entropy(out, target, reduction="none")
+
+    def callback(iteration, module):
+        kept["w"] = torch.nn.utils.parameters_to_vector(module.parameters()).detach().clone()
+
+    ledger = Ledger(5.0, 1e-5, "rdp")
+    out = train(net, (X, y), method="dp-sgd", epsilon=5.0, delta=1e-5, steps=50, batch_rate=0.1, seed=2,
+                loss=loss, ledger=ledger, callback=callback)
+    assert out.result.info["stop"] == "interrupted"
+    assert out.result.nit == 4
+    assert torch.equal(torch.nn.utils.parameters_to_vector(net.parameters()).detach(), kept["w"])
+    assert out.result.epsilon == ledger.spent().epsilon > 0
+    assert len(out.result.events) == 4
+
+
+def test_stops_when_budget_runs_out():
+    X, y = _data()
+    out = train(_net(), (X, y), method="dp-blsgd", epsilon=2.0, delta=1e-5, steps=500, batch_rate=0.1,
+                noise_multiplier=1.0, seed=3)
+    assert out.result.info["stop"] == "budget"
+    assert 0 < out.result.nit < 500 and out.result.epsilon <= 2.0 * (1 + 1e-9)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"method": "sgd"}, "method must be one of"),
+        ({"batch_rate": 0.0}, "batch_rate"),
+        ({"clip": -1.0}, "clip"),
+        ({"epochs": 1.0}, "exactly one of epochs and steps"),
+        ({"delta": 0.0}, "delta"),
+        ({"epsilon": 0.0}, "epsilon"),
+    ],
+)
+def test_bad_input_one_line_errors(kwargs, match):
+    args = {"method": "dp-sgd", "epsilon": 1.0, "delta": 1e-5, "steps": 2, "batch_rate": 0.1}
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        train(_net(), _data(), **args)
+
+
+def test_batchnorm_model_refused():
+    net = nn.Sequential(nn.Linear(5, 4), nn.BatchNorm1d(4), nn.Linear(4, 2))
+    with pytest.raises(TypeError, match="BatchNorm1d"):
+        train(net, _data(), method="dp-sgd", epsilon=1.0, delta=1e-5, steps=2, batch_rate=0.1)
+
+
+def test_torch_model_meets_the_line_search_contract():
+    X, y = _data(n=40)
+    model = TorchModel(_net(), X, y, l2=1e-3)
+    w = model.initial_params()
+    d = model.loss_grad(w)
+    idx = np.arange(0, 40, 3)
+    values = model.clipped_decrease_along(w, d, idx, 3.0)(np.array([0.0, 0.5]))
+    assert values[0] == 0.0 and values[1] > 0.0  # a small step along the gradient decreases the loss
+    total, count = model.per_example_clipped_grad_sum(w, None, 1e6)
+    assert count == 40
+    assert np.allclose(total / 40, d, atol=1e-6)
