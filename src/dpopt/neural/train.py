@@ -10,6 +10,7 @@ import torch
 from .._validation import as_generator, check_delta, check_positive, check_rate
 from ..privacy import Ledger
 from ..privacy.calibration import calibrate_noise_multiplier
+from ..privacy.rdp import DENSE_ORDERS
 from ..progress import Progress
 from ..result import DPResult
 from .methods import METHODS, NeuralHyper, iteration_event, make_oracle, run, steps_from_epochs
@@ -67,7 +68,8 @@ def train(model, data, *, method: str = "dp-sgd", epsilon: float, delta: float, 
     l2:
         μ of (μ/2)‖w‖² (§5.1: 0.001).
     ledger:
-        A ledger to charge (a parent's ``child`` budget, say); default a new RDP ledger of (ε, δ).
+        An RDP ledger to charge (a parent's ``child`` budget, say); default a new one of (ε, δ) on
+        :data:`~dpopt.privacy.rdp.DENSE_ORDERS` (never looser than Opacus's accountant).
     device:
         Where to train (``"cpu"``, ``"cuda"``); default the module's device.
     seed:
@@ -105,7 +107,7 @@ def train(model, data, *, method: str = "dp-sgd", epsilon: float, delta: float, 
         raise ValueError(f"steps must be an integer >= 1, got {steps!r}")
     params = NeuralHyper(lr=lr, **hyper)
     if ledger is None:
-        ledger = Ledger(epsilon, delta, "rdp")
+        ledger = Ledger(epsilon, delta, "rdp", orders=DENSE_ORDERS)
     elif not isinstance(ledger, Ledger):
         raise TypeError(f"ledger must be a dpopt.privacy.Ledger, got {type(ledger).__name__}")
     if device is not None:
@@ -118,7 +120,7 @@ def train(model, data, *, method: str = "dp-sgd", epsilon: float, delta: float, 
     oracle = make_oracle(target, ledger=ledger, rng=rng, rate=rate, clip=clip, hyper=params)
     if noise_multiplier is None:
         z = calibrate_noise_multiplier(lambda z: iteration_event(oracle, method, z, params), epsilon, delta,
-                                       steps=int(steps))
+                                       steps=int(steps), orders=DENSE_ORDERS)
     else:
         z = check_positive("noise_multiplier", noise_multiplier)
     if progress is True:
