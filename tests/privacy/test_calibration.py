@@ -162,30 +162,6 @@ def test_kuru2022_equations():
     ) == pytest.approx(b, rel=1e-12)
 
 
-# ------------------------------------------------------------------ liu2024
-
-
-def test_liu2024_theorem1_noise():
-    kw = dict(lipschitz=2.0, local_samples=50, steps=40_000, activation=0.5)
-    sigma = cal.liu2024_noise_sigma(0.8, 0.01, **kw)
-    expected = math.sqrt(32 * 0.5**2 * 2.0**2 * 40_000 * math.log(2 / 0.01) / (50**2 * 0.8**2))
-    assert sigma == pytest.approx(expected, rel=1e-14)
-    doubled = dict(kw, steps=160_000)
-    assert cal.liu2024_noise_sigma(0.8, 0.01, **doubled) == pytest.approx(2 * sigma, rel=1e-14)
-    halved = dict(kw, activation=0.25)
-    assert cal.liu2024_noise_sigma(0.8, 0.01, **halved) == pytest.approx(sigma / 2, rel=1e-14)
-    assert cal.liu2024_noise_sigma(0.4, 0.01, **kw) == pytest.approx(2 * sigma, rel=1e-14)
-
-
-def test_liu2024_step_condition():
-    # T >= 5 q^2 eps^2 / (4 iota^2) = 5 * 100^2 * 1 / (4 * 0.25) = 50000
-    kw = dict(lipschitz=1.0, local_samples=100, activation=0.5)
-    with pytest.raises(ValueError, match="steps"):
-        cal.liu2024_noise_sigma(1.0, 0.01, steps=49_999, **kw)
-    assert cal.liu2024_noise_sigma(1.0, 0.01, steps=50_000, **kw) > 0
-    assert cal.liu2024_noise_sigma(1.0, 0.01, steps=10, check_steps=False, **kw) > 0
-
-
 # ------------------------------------------------------------------ bad input
 
 
@@ -212,33 +188,6 @@ def test_liu2024_step_condition():
         (lambda: cal.kuru2022_step_epsilon(1.0, 10, 100, 200), ValueError, "m"),
         (lambda: cal.kuru2022_step_epsilon(1.0, 0, 100, 10), ValueError, "steps"),
         (lambda: cal.kuru2022_laplace_scale(0.0, 1.0, 10, 100, 10), ValueError, "S1"),
-        (
-            lambda: cal.liu2024_noise_sigma(1.5, 0.01, lipschitz=1.0, local_samples=1, steps=10),
-            ValueError,
-            "epsilon",
-        ),
-        (
-            lambda: cal.liu2024_noise_sigma(0.5, 0.0, lipschitz=1.0, local_samples=1, steps=10),
-            ValueError,
-            "delta0",
-        ),
-        (
-            lambda: cal.liu2024_noise_sigma(0.5, 0.1, lipschitz=0.0, local_samples=1, steps=10),
-            ValueError,
-            "lipschitz",
-        ),
-        (
-            lambda: cal.liu2024_noise_sigma(0.5, 0.1, lipschitz=1.0, local_samples=0, steps=10),
-            ValueError,
-            "local_samples",
-        ),
-        (
-            lambda: cal.liu2024_noise_sigma(
-                0.5, 0.1, lipschitz=1.0, local_samples=1, steps=10, activation=0.0
-            ),
-            ValueError,
-            "activation",
-        ),
     ],
 )
 def test_bad_input(call, exc, match):

@@ -344,9 +344,10 @@ def test_subsampled_pure_event_uses_amplification_and_is_small():
 def test_without_replacement():
     lap = ev.Laplace(scale=2.0)
     got = rdp.rdp_curve(ev.Subsampled(lap, 0.1, "without_replacement"), ORDERS)
-    assert np.array_equal(got, rdp.pure_dp_rdp(pure.amplify_pure(0.5, 0.1), ORDERS))
-    with pytest.raises(ValueError, match="poisson"):
-        rdp.rdp_curve(ev.Subsampled(ev.Gaussian(1.0), 0.1, "without_replacement"))
+    assert np.all(got <= rdp.pure_dp_rdp(pure.amplify_pure(0.5, 0.1), ORDERS))
+    # a Gaussian on a fixed-size subsample: Wang-Balle-Kasiviswanathan Thm 9 (tests/dualavg checks it vs autodp)
+    wor = rdp.rdp_curve(ev.Subsampled(ev.Gaussian(1.0), 0.1, "without_replacement"), ORDERS)
+    assert np.all(np.isfinite(wor)) and np.all(wor <= rdp.gaussian_rdp(1.0, ORDERS))
     full = ev.Subsampled(ev.Gaussian(1.0), 1.0, "without_replacement")
     assert np.array_equal(rdp.rdp_curve(full), rdp.gaussian_rdp(1.0, ORDERS))
 

@@ -10,7 +10,8 @@
 * :func:`calibrate_laplace_scale`, :func:`kuru2022_step_epsilon`,
   :func:`kuru2022_laplace_scale` — pure ε-DP Laplace calibration with
   amplification by subsampling (kuru2022 eqs. (3.3)–(3.5)).
-* :func:`liu2024_noise_sigma` — the sufficient noise level of liu2024 Theorem 1.
+* :func:`calibrate_sigma_for` — smallest σ meeting (ε, δ) for any σ-indexed
+  event under the RDP accountant (e.g. a network's activated, subsampled rounds).
 
 Every function validates its arguments and names the offending one.
 """
@@ -33,7 +34,7 @@ __all__ = [
     "calibrate_laplace_scale",
     "kuru2022_step_epsilon",
     "kuru2022_laplace_scale",
-    "liu2024_noise_sigma",
+    "calibrate_sigma_for",
 ]
 
 # Search range for noise multipliers, and the relative tolerance of the root.
@@ -247,50 +248,25 @@ def kuru2022_laplace_scale(S1: float, epsilon: float, steps: int, n: int, m: int
     return S1 / (m * eps0)
 
 
-def liu2024_noise_sigma(
-    epsilon: float,
-    delta0: float,
-    *,
-    lipschitz: float,
-    local_samples: int,
-    steps: int,
-    activation: float = 1.0,
-    check_steps: bool = True,
-) -> float:
-    """Noise std σ of liu2024 Theorem 1 (private distributed dual averaging).
+def calibrate_sigma_for(make_event, epsilon: float, delta: float, *, start: float = 1.0, orders=None) -> float:
+    """Smallest σ with ``RDPAccountant().compose(make_event(σ)).get_epsilon(delta) <= epsilon``.
 
-    σ = √(32 ι² L² T log(2/δ₀) / (q² ε²)), the equality case of
-    σ² ≥ 32 ι² L² T log(2/δ₀)/(q² ε²), with the paper's symbols:
-
-    * ε = ``epsilon`` ∈ (0, 1] — the target ε;
-    * δ₀ = ``delta0`` ∈ (0, 1] — the δ of each per-step Gaussian mechanism
-      (Lemma 4.1); the theorem's final δ is left unspecified;
-    * L = ``lipschitz`` — Lipschitz constant of each local loss (Assumption 3);
-      the per-step query sensitivity is 2L;
-    * q = ``local_samples`` — number of samples in each node's local dataset
-      (each active node draws one uniformly, Algorithm 1 step 6);
-    * T = ``steps`` — number of iterations;
-    * ι = ``activation`` ∈ (0, 1] — fraction of nodes active per step.
-
-    The theorem also requires T ≥ 5q²ε²/(4ι²); with ``check_steps`` (default)
-    a ``ValueError`` is raised when it fails.  As DESIGN.md notes, the δ this
-    noise actually gives should be reported by an RDP accountant of the
-    subsampled Gaussian with sensitivity 2L.
+    ``make_event(σ)`` builds the whole run's event for noise std σ (any
+    composition of subsampled / activated Gaussians); ε must be non-increasing
+    in σ, which holds for every such event.  Bracket-then-brentq in log σ as in
+    :func:`calibrate_gaussian_sigma`; the result is verified to meet the target.
     """
     epsilon = val.check_positive("epsilon", epsilon)
-    if epsilon > 1.0:
-        raise ValueError(f"epsilon must be in (0, 1] for liu2024 Theorem 1, got {epsilon!r}")
-    delta0 = val._as_real("delta0", delta0)
-    if not 0.0 < delta0 <= 1.0:
-        raise ValueError(f"delta0 must be in (0, 1], got {delta0!r}")
-    L = val.check_positive("lipschitz", lipschitz)
-    q = val.check_int("local_samples", local_samples, minimum=1)
-    T = val.check_int("steps", steps, minimum=1)
-    iota = val.check_rate("activation", activation)
-    if check_steps and T < 5.0 * q * q * epsilon * epsilon / (4.0 * iota * iota):
-        raise ValueError(
-            f"steps must be >= 5 q^2 epsilon^2 / (4 iota^2) = "
-            f"{5.0 * q * q * epsilon * epsilon / (4.0 * iota * iota):.6g} for liu2024 Theorem 1, "
-            f"got {T} (pass check_steps=False to compute the noise level anyway)"
-        )
-    return math.sqrt(32.0 * iota**2 * L**2 * T * math.log(2.0 / delta0) / (q**2 * epsilon**2))
+    delta = _check_target_delta(delta)
+    if not callable(make_event):
+        raise TypeError("make_event must be a callable sigma -> Event")
+
+    def eps_of(sigma: float) -> float:
+        return rdp.RDPAccountant(orders).compose(make_event(sigma)).get_epsilon(delta)
+
+    return _smallest_passing(
+        lambda z: eps_of(z) <= epsilon,
+        lambda u: eps_of(math.exp(u)) - epsilon,
+        start=val.check_positive("start", start),
+        name="sigma",
+    )

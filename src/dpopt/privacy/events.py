@@ -34,6 +34,7 @@ __all__ = [
     "PureDP",
     "AboveThreshold",
     "Subsampled",
+    "Activated",
     "Composed",
     "SelfComposed",
     "from_dict",
@@ -315,6 +316,30 @@ class Subsampled(Event):
             raise TypeError(f"event must be a privacy Event, got {type(self.event).__name__}")
         object.__setattr__(self, "rate", check_rate("rate", self.rate))
         check_choice("scheme", self.scheme, _SCHEMES)
+
+
+@dataclass(frozen=True)
+class Activated(Event):
+    """``event`` released with probability ``rate`` by a holder activated at random, the activation public.
+
+    A record holder (for example one node of a network, liu2024 Definition 2)
+    is active in a round with probability ``rate``, independently of the data
+    and of other rounds, and releases ``event`` only when active; whether it
+    was active may be seen by the adversary (an eavesdropper sees who sends).
+    The cost is that of the pair (activation bit, output): RDP
+    (1/(α−1))·log(1 − p + p·e^{(α−1)ε(α)}) exactly; pure ε-DP unchanged.
+    It is never smaller than ``event`` with no release, and it is valid
+    whether the activation is seen or hidden (hiding it is post-processing).
+    """
+
+    kind: ClassVar[str] = "activated"
+    event: Event
+    rate: float
+
+    def __post_init__(self):
+        if not isinstance(self.event, Event):
+            raise TypeError(f"event must be a privacy Event, got {type(self.event).__name__}")
+        object.__setattr__(self, "rate", check_rate("rate", self.rate))
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,8 @@ def pure_epsilon(event: ev.Event) -> float:
         return event.epsilon1 + 2.0 * event.epsilon2
     if isinstance(event, ev.Subsampled):
         return amplify_pure(pure_epsilon(event.event), event.rate)
+    if isinstance(event, ev.Activated):  # the worst case is an active round: no amplification
+        return pure_epsilon(event.event)
     if isinstance(event, ev.Composed):
         return math.fsum(pure_epsilon(e) for e in event.events)
     if isinstance(event, ev.SelfComposed):

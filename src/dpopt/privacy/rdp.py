@@ -56,6 +56,8 @@ __all__ = [
     "above_threshold_rdp",
     "subsampled_gaussian_rdp",
     "zhu_wang_rdp",
+    "without_replacement_rdp",
+    "activated_rdp",
     "rdp_to_epsilon",
     "rdp_to_delta",
     "rdp_budget_per_order",
@@ -425,6 +427,65 @@ def zhu_wang_rdp(rate: float, inner: Callable[[np.ndarray], np.ndarray], orders=
     return out
 
 
+def without_replacement_rdp(
+    rate: float, inner: Callable[[np.ndarray], np.ndarray], orders=None, *, inner_pure: float = math.inf
+) -> np.ndarray:
+    """RDP of a mechanism run on a fixed-size subsample drawn without replacement (replace-one).
+
+    Wang, Balle & Kasiviswanathan 2019 ("Subsampled Rényi differential
+    privacy and analytical moments accountant", Thm 9), at integer α ≥ 2,
+    with γ = ``rate`` and ε(·) the inner curve (``inner(orders)``), ε(∞) =
+    ``inner_pure`` (∞ for a Gaussian):
+
+        ε'(α) ≤ 1/(α−1) · log(1 + γ² C(α,2) min{4(e^{ε(2)}−1), e^{ε(2)} min{2, (e^{ε(∞)}−1)²}}
+                               + Σ_{j=3..α} γ^j C(α,j) e^{(j−1)ε(j)} min{2, (e^{ε(∞)}−1)^j}).
+
+    The theorem covers any sampling in which the differing record is used
+    with probability γ and, given whether it is used, the rest of the sample
+    has the same law under both neighbours (Girgis et al. 2021, Lemma 10 use
+    the same structure).  Fractional orders get ``inf`` (no bound).
+    """
+    rate = val.check_rate("rate", rate)
+    a = _check_orders(orders)
+    out = np.full(a.shape, np.inf)
+    is_int = _is_integer(a) & (a >= 2)
+    if not is_int.any():
+        return out
+    alphas = a[is_int]
+    js = np.arange(2, int(alphas.max()) + 1, dtype=float)
+    eps_j = np.asarray(inner(js), dtype=float)
+    # log min{2, (e^{ε(∞)} − 1)^j}; log 2 for a mechanism with no pure guarantee.
+    log_pure = float(_log_expm1(np.array(inner_pure))) if math.isfinite(inner_pure) else math.inf
+    log_cap_j = np.minimum(math.log(2.0), js * log_pure)
+    e2 = eps_j[0]
+    log_second = min(math.log(4.0) + float(_log_expm1(np.array(e2))), e2 + float(log_cap_j[0]))
+    alpha, j, mask = _int_order_grid(alphas)
+    with np.errstate(invalid="ignore"):
+        log_terms = j * math.log(rate) + _log_binom_int(alpha, j) + (j - 1.0) * eps_j[None, :] + log_cap_j[None, :]
+    log_terms[:, 0] = 2.0 * math.log(rate) + _log_binom_int(alpha[:, 0], np.full(alpha.shape[0], 2.0)) + log_second
+    total = _logsumexp(np.where(mask, log_terms, -np.inf), axis=1)
+    out[is_int] = _log1p_exp(total) / (alphas - 1.0)
+    return out
+
+
+def activated_rdp(rate: float, inner_curve: np.ndarray, orders=None) -> np.ndarray:
+    """RDP of (activation bit, output) when ``inner`` is released with probability ``rate``.
+
+    The activation is independent of the data and seen by the adversary, so
+    D_α = 1/(α−1) · log(1 − p + p·e^{(α−1)ε(α)}) exactly
+    (see :class:`~dpopt.privacy.events.Activated`).  Computed in log space.
+    """
+    rate = val.check_rate("rate", rate)
+    a = _check_orders(orders)
+    r = np.asarray(inner_curve, dtype=float)
+    if rate == 1.0:
+        return r.copy()
+    with np.errstate(over="ignore"):
+        # log(1 + p·expm1((α−1)ε)) = log1p(exp(log p + log expm1((α−1)ε)))
+        return _log1p_exp(math.log(rate) + _log_expm1((a - 1.0) * r)) / (a - 1.0)
+
+
+
 # --------------------------------------------------------------------------- dispatch
 
 
@@ -455,13 +516,12 @@ def _subsampled_curve(event: ev.Subsampled, a: np.ndarray) -> np.ndarray:
         return _curve(inner, a)
     if event.scheme == ev.WITHOUT_REPLACEMENT:
         eps = _try_pure_epsilon(inner)
-        if eps is None:
-            raise ValueError(
-                "no RDP bound is implemented for fixed-size sampling without replacement of "
-                f"{type(inner).__name__} (it has no pure-DP guarantee to amplify); "
-                "use scheme='poisson'"
-            )
-        return pure_dp_rdp(amplify_pure(eps, event.rate), a)
+        bound = without_replacement_rdp(
+            event.rate, lambda o: _curve(inner, o), a, inner_pure=math.inf if eps is None else eps
+        )
+        if eps is not None:
+            bound = np.minimum(bound, pure_dp_rdp(amplify_pure(eps, event.rate), a))
+        return _monotone_envelope(a, bound)
     if isinstance(inner, ev.Gaussian):
         return subsampled_gaussian_rdp(event.rate, inner.noise_multiplier, a)
     trivial = _curve(inner, a)
@@ -486,6 +546,8 @@ def _compute_curve(event: ev.Event, a: np.ndarray) -> np.ndarray:
         return above_threshold_rdp(event, a)
     if isinstance(event, ev.Subsampled):
         return _subsampled_curve(event, a)
+    if isinstance(event, ev.Activated):
+        return activated_rdp(event.rate, _curve(event.event, a), a)
     if isinstance(event, ev.Composed):
         total = np.zeros_like(a)
         for sub in event.events:
@@ -522,8 +584,10 @@ def rdp_curve(event: ev.Event, orders=None) -> np.ndarray:
       :func:`zhu_wang_rdp` (integer orders) and, when the inner event is pure
       ε-DP, the pure conversion of the amplified ε, then made non-increasing
       towards small orders (a bound at α' ≥ α also holds at α); ``"without_replacement"``
-      → pure conversion of :func:`~dpopt.privacy.pure.amplify_pure` (inner
-      event must be pure DP, else ``ValueError``);
+      → :func:`without_replacement_rdp` (integer orders), and for a pure-DP
+      inner event also the pure conversion of
+      :func:`~dpopt.privacy.pure.amplify_pure`, made non-increasing likewise;
+    * ``Activated`` → :func:`activated_rdp`;
     * ``Composed`` → sum; ``SelfComposed`` → count × curve.
 
     Curves are cached per (event, orders), so repeated calls are cheap.

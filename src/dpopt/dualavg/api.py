@@ -1,0 +1,291 @@
+"""``dpopt.dualavg.minimize``: Algorithm 1 of liu2024 on the simulator or on MPI."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+
+import numpy as np
+
+from .. import _validation as val
+from ..privacy import Ledger
+from ..result import DPResult
+from . import accounting
+from .algorithm import Config, NodeState, local_objective_sum, run_block
+from .comm import SimulatedComm
+from .graphs import supergraph
+from .problem import LOSSES, check_shard
+from .prox import Regularizer
+from .schedules import Schedule
+
+__all__ = ["minimize", "DEFAULT_STEPS"]
+
+#: liu2024 §5.2 (ℓ2: a_t = t, γ_t = 20) and §5.3 (ℓ1: a_t = 1, γ_t = 0.01√t).
+DEFAULT_STEPS = {"l2": ("strongly_convex", 20.0), "l1": ("convex", 0.01), "none": ("convex", 0.01)}
+
+_NOTES = (
+    "Guarantee per record holder under replace-one: a record lives on one node, so it is exposed only by "
+    "that node's releases (parallel composition); each node's ledger composes its own rounds, and the run's "
+    "record is the worst node's. A node's round: active with probability p (activation public), then b of its "
+    "q records without replacement, clipped to L, Gaussian noise (Wang-Balle-Kasiviswanathan 2019 Thm 9)."
+)
+
+
+def _shard_source(shards, sizes):
+    if callable(shards):
+        if sizes is None:
+            raise ValueError("sizes (the public q_i of every node) is required when shards is a loader")
+        return shards, [val.check_int("sizes", q) for q in sizes]
+    if not isinstance(shards, Sequence) or len(shards) < 2:
+        raise TypeError("shards must be a sequence of at least two (X, y) pairs, or a loader node -> (X, y)")
+    checked = [check_shard(X, y, i) for i, (X, y) in enumerate(shards)]
+    return (lambda i: checked[i]), [len(y) for _, y in checked]
+
+
+def minimize(
+    shards,
+    *,
+    epsilon: float | None = None,
+    delta: float = 1e-5,
+    noise: str = "accountant",
+    sigma: float | None = None,
+    delta0: float = 0.01,
+    lipschitz: float = 1.0,
+    regularizer: str = "l2",
+    strength: float = 5e-4,
+    box: tuple | None = None,
+    schedule: str | None = None,
+    gamma: float | None = None,
+    iota: float = 0.1,
+    activation: str = "fixed",
+    edges: int = 1,
+    graph="complete",
+    degree: int = 3,
+    rounds: int | None = None,
+    epochs: float = 3.0,
+    batch: int = 1,
+    loss: str = "hinge",
+    repetitions: int | None = None,
+    seed=None,
+    ledger: Ledger | None = None,
+    backend: str = "simulate",
+    sizes: Sequence[int] | None = None,
+    dim: int | None = None,
+    checkpoint_dir: str | None = None,
+    checkpoint_every: int | None = None,
+    resume: bool = False,
+    record_every: int | None = None,
+    comm=None,
+) -> DPResult:
+    """Private distributed dual averaging (liu2024 Algorithm 1) over n nodes.
+
+    ``shards``: a sequence of (X_i, y_i) per node (y in {−1, +1}), or a
+    loader ``node -> (X_i, y_i)`` with the public ``sizes`` q_i (the MPI back
+    end calls it for its own node only).  Privacy: ``epsilon`` (and ``delta``)
+    set a budget per record holder and σ is calibrated by the RDP accountant
+    (``noise="accountant"``) or taken from Theorem 1 (``noise="theorem1"``,
+    with per-step ``delta0``); ``sigma`` fixes σ directly; neither → the
+    non-private run (σ = 0).  ``iota = 1`` is the all-active baseline [19].
+    ``schedule``/``gamma`` default to §5.2 (ℓ2) and §5.3 (ℓ1).
+    ``rounds`` defaults to ``epochs`` passes: ⌈epochs·Σq_i/(⌈nι⌉·b)⌉.
+    ``backend="mpi"`` runs one node per rank (``mpiexec -n n``); with
+    ``checkpoint_dir`` the state is saved every ``checkpoint_every`` rounds and
+    ``resume=True`` continues from it without re-drawing any released noise.
+    """
+    backend = val.check_choice("backend", backend, ("simulate", "mpi"))
+    load, sizes = _shard_source(shards, sizes)
+    n = len(sizes)
+    if comm is None:
+        if backend == "mpi":
+            from .mpi import MPIComm
+
+            comm = MPIComm(n)
+        else:
+            comm = SimulatedComm(n)
+    local_shards = [check_shard(*load(int(i)), int(i)) for i in comm.nodes]
+    d = local_shards[0][0].shape[1]
+    if dim is not None and dim != d:
+        raise ValueError(f"dim={dim} does not match the shards' {d} features")
+    iota = val.check_rate("iota", iota)
+    activation = val.check_choice("activation", activation, ("fixed", "poisson"))
+    edges = val.check_int("edges", edges)
+    lipschitz = val.check_positive("lipschitz", lipschitz)
+    batch = val.check_int("batch", batch)
+    if batch > min(sizes):
+        raise ValueError(f"batch must be <= the smallest shard ({min(sizes)}), got {batch}")
+    reg = Regularizer(regularizer, strength, *(box if box is not None else (-np.inf, np.inf)))
+    kind, default_gamma = DEFAULT_STEPS[reg.kind]
+    sched = Schedule(schedule or kind, default_gamma if gamma is None else gamma)
+    R = 1 if repetitions is None else val.check_int("repetitions", repetitions)
+    loss_obj = LOSSES[val.check_choice("loss", loss, tuple(LOSSES))]()
+    m = int(math.ceil(n * iota - 1e-12))
+    if rounds is None:
+        rounds = int(math.ceil(val.check_positive("epochs", epochs) * sum(sizes) / (m * batch)))
+    rounds = val.check_int("rounds", rounds)
+    g = supergraph(
+        graph, n, degree=degree, seed=0 if seed is None else int(np.random.SeedSequence(seed).entropy % 2**32)
+    )
+
+    # ---- noise level and the privacy record ------------------------------------------------
+    p = m / n if activation == "fixed" else iota
+    kw = dict(lipschitz=lipschitz, activation_rate=p, batch=batch)
+    report = None
+    if epsilon is not None and sigma is not None:
+        raise ValueError("give epsilon (calibrated noise) or sigma (fixed noise), not both")
+    private = epsilon is not None or (sigma is not None and sigma > 0)
+    if private:
+        delta = val.check_open_unit("delta", delta)
+        q_min = min(sizes)
+        sig_acc = (
+            accounting.accountant_sigma(epsilon, delta, steps=rounds, local_samples=q_min, **kw) if epsilon else None
+        )
+        sig_thm = None
+        if epsilon is not None and epsilon <= 1.0:
+            sig_thm = accounting.theorem1_sigma(
+                epsilon, delta0, lipschitz=lipschitz, local_samples=q_min, steps=rounds, activation=p, check_steps=False
+            )
+        if sigma is None:
+            noise = val.check_choice("noise", noise, ("accountant", "theorem1"))
+            if noise == "theorem1" and sig_thm is None:
+                raise ValueError("noise='theorem1' needs epsilon in (0, 1] (Theorem 1's range)")
+            sigma = sig_thm if noise == "theorem1" else sig_acc
+        sigma = val.check_positive("sigma", sigma)
+        thm_ok = epsilon is not None and epsilon <= 1.0 and rounds >= 5 * q_min**2 * epsilon**2 / (4 * p * p)
+        report = accounting.NoiseReport(
+            sigma_theorem1=sig_thm,
+            sigma_accountant=sig_acc if sig_acc is not None else float("nan"),
+            epsilon_theorem1_sigma=None
+            if sig_thm is None
+            else accounting.epsilon_of(sig_thm, delta, steps=rounds, local_samples=q_min, **kw),
+            epsilon_accountant_sigma=accounting.epsilon_of(
+                sigma if sig_acc is None else sig_acc, delta, steps=rounds, local_samples=q_min, **kw
+            ),
+            delta=delta,
+            delta0=delta0,
+            theorem1_delta=None
+            if sig_thm is None
+            else accounting.theorem1_delta(epsilon, delta0, local_samples=q_min, steps=rounds, activation=p),
+            note="Theorem 1's condition T >= 5q^2eps^2/(4iota^2) "
+            + ("holds" if thm_ok else "does NOT hold for this run (its sigma is then not covered by the theorem)"),
+        )
+        budget = epsilon if epsilon is not None else report.epsilon_accountant_sigma
+        parent = ledger if ledger is not None else Ledger(budget, delta, "rdp", relation="replace_one")
+        node_budget = (parent.epsilon, parent.delta)
+        round_events = [accounting.round_event(sigma, local_samples=q, **kw) for q in sizes]
+    else:
+        sigma = 0.0
+        parent, node_budget, round_events = None, None, [None] * n
+    cfg = Config(
+        n=n,
+        d=d,
+        rounds=rounds,
+        iota=iota,
+        activation=activation,
+        edges=edges,
+        graph=g,
+        schedule=sched,
+        regularizer=reg,
+        lipschitz=lipschitz,
+        batch=batch,
+        sigma=float(sigma),
+        repetitions=R,
+        loss=loss_obj,
+        sizes=tuple(sizes),
+    )
+
+    # ---- state: fresh or resumed ---------------------------------------------------------
+    ckpt = None if checkpoint_dir is None else os.path.join(checkpoint_dir, f"node_state_{int(comm.nodes[0])}of{n}.npz")
+    if resume:
+        if ckpt is None or not os.path.exists(ckpt):
+            raise ValueError(f"resume=True needs an existing checkpoint in checkpoint_dir, missing {ckpt}")
+        with np.load(ckpt) as data:
+            state = NodeState.from_arrays(data)
+        ts = comm.allsum(np.array([state.t, 1]))
+        if ts[0] != state.t * ts[1]:
+            raise RuntimeError("the ranks' checkpoints are from different rounds; refusing to resume")
+    else:
+        entropy = comm.broadcast(np.random.SeedSequence(seed).entropy)
+        node_ledgers = (
+            [Ledger(*node_budget, "rdp", relation="replace_one") for _ in comm.nodes]
+            if private
+            else [None] * len(comm.nodes)
+        )
+        state = NodeState.fresh(cfg, comm.nodes, entropy, node_ledgers, parent)
+    every = rounds if checkpoint_every is None else val.check_int("checkpoint_every", checkpoint_every)
+    rec = None if record_every is None else val.check_int("record_every", record_every)
+    stops = sorted(
+        {min(k, rounds) for k in range(every, rounds + every, every)}
+        | (set(range(rec, rounds + 1, rec)) if rec else set())
+        | {rounds}
+    )
+    for stop in stops:
+        if stop <= state.t:
+            continue
+        state = run_block(cfg, comm, local_shards, state, stop, round_events)
+        if rec and stop % rec == 0:
+            state.trajectory.append([stop, *_objective(cfg, comm, local_shards, state).tolist()])
+        if ckpt is not None and (stop % every == 0 or stop == rounds):
+            os.makedirs(checkpoint_dir, exist_ok=True)
+            np.savez(ckpt + ".tmp.npz", **state.to_arrays())
+            os.replace(ckpt + ".tmp.npz", ckpt)
+            comm.barrier()
+
+    x_nodes = comm.allgather(state.averages(cfg))  # (R, n, d)
+    x_bar = x_nodes.mean(axis=1)
+    fun = _objective(cfg, comm, local_shards, state, x_bar)
+    node_eps = [] if not private else [led.spent().epsilon for led in state.node_ledgers]
+    node_eps = comm.allgather(np.array(node_eps, dtype=float)[None, :])[0] if private else np.array([])
+    method = "non-private" if not private else ("dda-all-active" if iota == 1.0 else "dda")
+    info = {
+        "sigma": float(sigma),
+        "rounds": rounds,
+        "active_per_round": m,
+        "activation": activation,
+        "activation_rate": p,
+        "edges": edges,
+        "graph": g.name,
+        "schedule": sched.kind,
+        "gamma": sched.gamma,
+        "x_nodes": x_nodes if R > 1 else x_nodes[0],
+        "node_epsilons": node_eps,
+        "noise_report": None if report is None else report.to_dict(),
+        "node_ledgers": state.node_ledgers if private else [],
+        "backend": backend,
+    }
+    traj = np.array(state.trajectory) if state.trajectory else None
+    x_out = x_bar if repetitions is not None else x_bar[0]
+    f_out = fun if repetitions is not None else float(fun[0])
+    if not private:
+        from ..privacy import PrivacySpent
+
+        return DPResult(
+            x=x_out,
+            fun=f_out,
+            method=method,
+            privacy=PrivacySpent(math.inf, 0.0, "none"),
+            relation="replace_one",
+            guarantee="none",
+            nit=rounds,
+            trajectory=traj,
+            info=info,
+            notes="non-private run (sigma = 0)",
+        )
+    return DPResult.from_ledger(
+        state.parent,
+        x=x_out,
+        fun=f_out,
+        method=method,
+        guarantee="exact",
+        nit=rounds,
+        trajectory=traj,
+        info=info,
+        notes=_NOTES,
+    )
+
+
+def _objective(cfg, comm, local_shards, state, points=None) -> np.ndarray:
+    """F(x̄) with x̄ = mean_i x̃_i (the paper's evaluation point; non-private diagnostic), (R,)."""
+    if points is None:
+        points = comm.allgather(state.averages(cfg)).mean(axis=1)
+    return comm.allsum(local_objective_sum(cfg, local_shards, points)) / cfg.n + cfg.regularizer.value(points)

@@ -1,0 +1,58 @@
+"""The distributed problem (liu2024 eq. (1)): node shards, the local clipped subgradient, F(x).
+
+F(x) = (1/n) Σ_i f_i(x) + h(x), f_i(x) = (1/q_i) Σ_j ℓ(x; ξ_i^(j)) for a
+margin loss ℓ (hinge by default, eq. (27)).  A node only ever reads its own
+shard; the per-record subgradient is clipped to the Lipschitz bound L
+(Assumption 3 enforced, not trusted: DESIGN.md invariant 5).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import check_finite_array
+from ..objectives import HingeLoss, LogisticLoss
+from ..objectives.losses import MarginLoss
+
+__all__ = ["LOSSES", "check_shard", "clipped_mean_subgradient", "local_loss_sum", "objective"]
+
+LOSSES = {"hinge": HingeLoss, "logistic": LogisticLoss}
+
+
+def check_shard(X, y, node: int) -> tuple[np.ndarray, np.ndarray]:
+    """Validated (X (q, d), y (q,) in {−1, +1}) of one node."""
+    X = check_finite_array(f"X of node {node}", X, ndim=2)
+    y = check_finite_array(f"y of node {node}", y, ndim=1)
+    if len(y) != len(X) or len(y) == 0:
+        raise ValueError(f"node {node}: X and y must have the same, non-zero number of rows")
+    if not np.all(np.abs(y) == 1.0):
+        raise ValueError(f"node {node}: labels y must be -1 or +1")
+    return X, y
+
+
+def clipped_mean_subgradient(
+    X: np.ndarray, y: np.ndarray, idx: np.ndarray, x: np.ndarray, loss: MarginLoss, clip: float
+) -> np.ndarray:
+    """Mean over the batch of per-record subgradients clipped to ‖·‖ ≤ ``clip``; (k, d).
+
+    ``idx`` (k, b): record indices of k draws of b records; ``x`` (k, d): the
+    point of each draw.  Algorithm 1 step 6 with b = 1.
+    """
+    rows = X[idx]  # (k, b, d)
+    labels = y[idx]  # (k, b)
+    margins = labels * np.einsum("kbd,kd->kb", rows, x)
+    g = (loss.dloss(margins) * labels)[..., None] * rows
+    norms = np.sqrt(np.einsum("kbd,kbd->kb", g, g))
+    scale = np.minimum(1.0, clip / np.maximum(norms, np.finfo(float).tiny))
+    return np.mean(g * scale[..., None], axis=1)
+
+
+def local_loss_sum(X: np.ndarray, y: np.ndarray, x: np.ndarray, loss: MarginLoss) -> np.ndarray:
+    """f_i(x) for points x (..., d): the mean loss over the shard (non-private diagnostic)."""
+    return np.mean(loss.loss(y * (x @ X.T)), axis=-1)
+
+
+def objective(shards, x: np.ndarray, loss: MarginLoss, regularizer) -> np.ndarray:
+    """F(x) of eq. (1) for points x (..., d) (non-private: reads every shard)."""
+    f = np.mean([local_loss_sum(X, y, x, loss) for X, y in shards], axis=0)
+    return f + regularizer.value(x)
