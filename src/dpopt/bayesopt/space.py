@@ -55,6 +55,7 @@ class CandidateSet:
     unit: np.ndarray
     names: tuple[str, ...]
     log: tuple[bool, ...]
+    integer: tuple[bool, ...] = ()
 
     def __len__(self) -> int:
         return len(self.points)
@@ -64,8 +65,10 @@ class CandidateSet:
         return self.points.shape[1]
 
     def params(self, index: int) -> dict:
-        """The candidate ``index`` as a dict ``{name: value}``."""
-        return {name: float(v) for name, v in zip(self.names, self.points[int(index)], strict=True)}
+        """The candidate ``index`` as a dict ``{name: value}`` (ints on integer grid axes)."""
+        integer = self.integer or (False,) * self.dim
+        return {name: int(round(v)) if is_int else float(v)
+                for name, v, is_int in zip(self.names, self.points[int(index)], integer, strict=True)}
 
     @classmethod
     def sobol(cls, bounds: dict, n: int, *, seed: int = 0) -> CandidateSet:
@@ -88,7 +91,7 @@ class CandidateSet:
         return cls(points, unit, tuple(bounds), tuple(a[3] for a in axes))
 
     @classmethod
-    def grid(cls, points, *, names=None, log=None) -> CandidateSet:
+    def grid(cls, points, *, names=None, log=None, integer=None) -> CandidateSet:
         """A user grid: ``points`` (N, d) (or (N,) for one axis), normalized per axis by min–max.
 
         ``log`` (one flag per axis) normalizes that axis in log10 (its values must be > 0).
@@ -110,7 +113,8 @@ class CandidateSet:
                 coords[:, j] = np.log10(pts[:, j])
         low, high = coords.min(axis=0), coords.max(axis=0)
         span = np.where(high > low, high - low, 1.0)
-        return cls(pts, (coords - low) / span, names, log)
+        integer = tuple(bool(v) for v in integer) if integer is not None else (False,) * d
+        return cls(pts, (coords - low) / span, names, log, integer)
 
     @classmethod
     def from_space(cls, space: dict, *, n_candidates: int = 256, seed: int = 0) -> CandidateSet:
@@ -124,5 +128,7 @@ class CandidateSet:
         if kinds == {"grid"}:
             mesh = np.meshgrid(*[a[1] for a in axes.values()], indexing="ij")
             pts = np.stack([m.reshape(-1) for m in mesh], axis=1)
-            return cls.grid(pts, names=tuple(space), log=[a[2] for a in axes.values()])
+            integer = [all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in space[name])
+                       for name in space]
+            return cls.grid(pts, names=tuple(space), log=[a[2] for a in axes.values()], integer=integer)
         raise ValueError("space must give every axis as a box or every axis as a list of values, not a mix")

@@ -1,12 +1,14 @@
 """scikit-learn compatible private estimators (needs the ``sklearn`` extra)."""
 
 from ._dispatch import ACCELERATED, LINESEARCH, METHODS
+from .bayes_search import DPBayesSearchCV
 from .linear import DPHuberSVC, DPLogisticRegression, PrivacyBudgetWarning, PrivacyLeakWarning
 from .persist import load_model, save_model
 
 __all__ = [
     "DPLogisticRegression",
     "DPHuberSVC",
+    "DPBayesSearchCV",
     "PrivacyLeakWarning",
     "PrivacyBudgetWarning",
     "METHODS",

@@ -1,0 +1,330 @@
+"""``DPBayesSearchCV``: private hyper-parameter tuning by Bayesian optimization (kusner2015).
+
+The scikit-learn face of :func:`dpopt.bayesopt.optimize`, in the style of
+:class:`~sklearn.model_selection.GridSearchCV`: the data are split once
+(a seeded random split, or the ``cv=(train_index, validation_index)`` pair
+given), GP-UCB fits the estimator on the training part for each candidate it
+visits and scores it on the validation part, and the chosen hyper-parameters
+(``best_params_``) and the best validation score (``best_score_``) are
+released through the privacy mechanisms.
+
+What is protected.
+- The *validation* rows: by Algorithm 1 or 2 (a ``conditional`` guarantee:
+  it holds only if the validation scores follow the multi-task GP with the
+  stated ``k1``) or Algorithm 3 (``exact``, worst case; see below).
+- The *training* rows only when the estimator is itself private (a dpopt
+  estimator with ``epsilon``): each of its fits is charged to the same ledger,
+  so the ledger's ε composes every training run with the selection.  With a
+  non-private estimator (any scikit-learn estimator) the training rows are
+  not protected; ``privacy_["protects"]`` says so and a warning is issued.
+
+``cv_results_`` lists the candidate set Λ (public: it depends on the space
+and the seed only) and which candidate was released; the per-candidate
+validation scores are not covered by the guarantee and are not exposed.
+
+Algorithm 3 needs the paper's Assumption 2: each candidate's model is the
+exact minimizer of (λ/2)‖w‖² + mean logistic loss on rows of norm ≤ 1, and
+the validation gain is L-Lipschitz in w.  It is offered for scikit-learn's
+``LogisticRegression(fit_intercept=False)`` tuned over ``C`` (λ = 1/(C·n)),
+with rows clipped to ``data_norm`` and scaled to norm ≤ 1 (enforced, not
+trusted), and the gain 1 − mean g with g = 1 − sigmoid(s·y·wᵀx) ∈ [0, 1],
+(s/4)-Lipschitz in w and equal to ½ at w = 0 for every record.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from scipy.special import expit
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, TransformerMixin, clone
+from sklearn.metrics import get_scorer
+from sklearn.pipeline import make_pipeline
+from sklearn.utils.validation import check_is_fitted
+
+from .._validation import as_generator, check_int, check_positive
+from ..bayesopt import CandidateSet, optimize
+from ..privacy import Ledger
+from .linear import PrivacyBudgetWarning, PrivacyLeakWarning
+
+__all__ = ["DPBayesSearchCV", "RowClipper"]
+
+
+class RowClipper(TransformerMixin, BaseEstimator):
+    """Rows clipped to L2 norm ``data_norm`` and divided by it (so ‖x‖₂ ≤ 1); a per-record map."""
+
+    def __init__(self, data_norm=1.0):
+        self.data_norm = data_norm
+
+    def fit(self, X, y=None):
+        check_positive("data_norm", self.data_norm)
+        return self
+
+    def transform(self, X):
+        X = np.asarray(X, dtype=float)
+        norms = np.linalg.norm(X, axis=1)
+        return X * (np.minimum(1.0, self.data_norm / np.maximum(norms, np.finfo(float).tiny)) / self.data_norm)[:, None]
+
+
+def _is_private(estimator) -> bool:
+    return hasattr(estimator, "privacy_record") and "epsilon" in estimator.get_params()
+
+
+def _soft_accuracy(slope: float):
+    """Validation gain 1 − mean g, g = 1 − sigmoid(s·y·wᵀx) (labels mapped to ±1 by classes_)."""
+
+    def gain(model, X, y):
+        clf = model[-1]
+        margin = model.steps[0][1].transform(X) @ np.ravel(clf.coef_)
+        sign = np.where(y == clf.classes_[1], 1.0, -1.0)
+        return float(np.mean(expit(slope * sign * margin)))
+
+    return gain
+
+
+class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
+    """Private Bayesian-optimization search over ``space`` for ``estimator`` (kusner2015 Alg. 1–3).
+
+    Parameters
+    ----------
+    estimator:
+        A scikit-learn estimator (cloned for every fit).  A dpopt private
+        estimator (``DPLogisticRegression``, ``DPHuberSVC``) also protects the
+        training rows, its fits charged to the same ledger.
+    space:
+        ``{name: (low, high)}``, ``{name: (low, high, "log")}`` (Sobol points,
+        ``n_candidates`` of them) or ``{name: [values, ...]}`` (the product grid).
+    epsilon, delta:
+        Budget of the two releases (each gets half).  δ is the failure
+        probability of Algorithms 1–2; Algorithm 3 is pure ε-DP.
+    algorithm:
+        1 (noisy observations, default), 2 (exact observations; needs ``A`` and
+        ``tau``) or 3 (Lipschitz and convex; see the module docstring).
+    n_iter:
+        Bayesian-optimization steps T (fits of the estimator).
+    validation_size, cv:
+        The validation part: a fraction in (0, 1) or a row count of a seeded
+        random split, or ``cv=(train_index, validation_index)``.
+    scoring:
+        A scikit-learn scorer name (default ``"accuracy"``); Algorithm 3 uses its
+        own Lipschitz gain instead.
+    k1, noise_std, kernel, length_scale, prior_mean, A, tau:
+        See :func:`dpopt.bayesopt.optimize`; ``prior_mean`` is the GP's fixed
+        prior mean of the score (0.5 suits accuracies).
+    data_norm, sigmoid_slope:
+        Algorithm 3: the declared row bound (rows are clipped to it) and s.
+    refit:
+        Refit the released candidate on the training part (``best_estimator_``);
+        for a private estimator this is one more charged fit.
+    ledger:
+        A :class:`~dpopt.privacy.Ledger` charged with every fit and release;
+        by default a new one sized for them.
+    random_state:
+        Seed of the split, the Sobol points and the noise.
+    """
+
+    def __init__(self, estimator, space, *, epsilon=1.0, delta=1e-3, algorithm=1, n_iter=20, n_candidates=128,
+                 validation_size=0.25, cv=None, scoring="accuracy", k1=0.95, noise_std=0.05, kernel="se",
+                 length_scale=0.2, prior_mean=0.5, A=None, tau=None, data_norm=None, sigmoid_slope=4.0,
+                 refit=True, ledger=None, random_state=None):
+        self.estimator = estimator
+        self.space = space
+        self.epsilon = epsilon
+        self.delta = delta
+        self.algorithm = algorithm
+        self.n_iter = n_iter
+        self.n_candidates = n_candidates
+        self.validation_size = validation_size
+        self.cv = cv
+        self.scoring = scoring
+        self.k1 = k1
+        self.noise_std = noise_std
+        self.kernel = kernel
+        self.length_scale = length_scale
+        self.prior_mean = prior_mean
+        self.A = A
+        self.tau = tau
+        self.data_norm = data_norm
+        self.sigmoid_slope = sigmoid_slope
+        self.refit = refit
+        self.ledger = ledger
+        self.random_state = random_state
+
+    # -- the split -----------------------------------------------------------------------
+    def _split(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        if self.cv is not None:
+            try:
+                train, val = (np.asarray(part, dtype=np.int64) for part in self.cv)
+            except (TypeError, ValueError) as exc:
+                raise ValueError("cv must be a pair (train_index, validation_index) of integer arrays") from exc
+            if len(train) == 0 or len(val) == 0 or np.intersect1d(train, val).size:
+                raise ValueError("cv must give non-empty, disjoint train and validation indices")
+            if min(train.min(), val.min()) < 0 or max(train.max(), val.max()) >= n:
+                raise ValueError(f"cv indices must lie in [0, {n})")
+            return train, val
+        size = self.validation_size
+        if isinstance(size, float):
+            if not 0.0 < size < 1.0:
+                raise ValueError(f"validation_size must be a fraction in (0, 1) or a row count, got {size!r}")
+            size = int(round(size * n))
+        size = check_int("validation_size", size)
+        if not 1 <= size < n:
+            raise ValueError(f"validation_size must leave rows on both sides of the split (n = {n}), got {size}")
+        order = rng.permutation(n)
+        return np.sort(order[size:]), np.sort(order[:size])
+
+    # -- the tuned model -----------------------------------------------------------------------
+    def _alg3_setup(self, candidates: CandidateSet, n_train: int):
+        from sklearn.linear_model import LogisticRegression
+
+        est = self.estimator
+        if not isinstance(est, LogisticRegression) or est.fit_intercept or est.penalty not in ("l2", "deprecated"):
+            raise ValueError(
+                "algorithm=3 needs the exact minimizer of an L2-regularized 1-Lipschitz convex loss: "
+                "use sklearn LogisticRegression(fit_intercept=False) tuned over C"
+            )
+        if candidates.names != ("C",):
+            raise ValueError("algorithm=3 tunes exactly one parameter, 'C' (lambda = 1/(C n_train))")
+        if self.data_norm is None:
+            raise ValueError("algorithm=3 needs data_norm=, the declared L2 bound on a row (rows are clipped to it)")
+        slope = check_positive("sigmoid_slope", self.sigmoid_slope)
+        lam = 1.0 / (candidates.points[:, 0] * n_train)
+        return lam, slope
+
+    def fit(self, X, y):
+        """Tune on (X, y); spends the ledger as the class docstring says."""
+        X = np.asarray(X, dtype=float) if not hasattr(X, "iloc") else X
+        y = np.asarray(y)
+        n = len(y)
+        if getattr(X, "shape", (n,))[0] != n:
+            raise ValueError(f"X and y must have the same number of rows, got {X.shape[0]} and {n}")
+        if self.algorithm not in (1, 2, 3):
+            raise ValueError(f"algorithm must be 1, 2 or 3, got {self.algorithm!r}")
+        epsilon = check_positive("epsilon", self.epsilon)
+        n_iter = check_int("n_iter", self.n_iter)
+        rng = as_generator(self.random_state)
+        seed = int(rng.integers(2**31))
+        candidates = CandidateSet.from_space(self.space, n_candidates=self.n_candidates, seed=seed)
+        train, val = self._split(n, rng)
+        take = (lambda idx: X.iloc[idx]) if hasattr(X, "iloc") else (lambda idx: X[idx])
+        X_tr, y_tr, X_val, y_val = take(train), y[train], take(val), y[val]
+
+        private = _is_private(self.estimator)
+        alg3 = self.algorithm == 3
+        if alg3:
+            lam, slope = self._alg3_setup(candidates, len(train))
+        fits = (len(candidates) if alg3 else n_iter) + (1 if self.refit else 0)
+        book = self.ledger if self.ledger is not None else self._new_ledger(private, fits)
+        if not private:
+            warnings.warn(
+                f"{type(self.estimator).__name__} is not a private estimator: only the validation rows are "
+                "protected by the search; its training rows are not.",
+                PrivacyLeakWarning,
+                stacklevel=2,
+            )
+        selection = book.child(epsilon) if hasattr(book, "child") else book
+
+        base = self.estimator
+        extra = {}
+        if alg3:
+            base = make_pipeline(RowClipper(self.data_norm), clone(self.estimator))
+            gain = _soft_accuracy(slope)
+            extra = dict(regularization=lam, lipschitz=slope / 4.0, g_star=1.0, validation_size=len(val))
+        else:
+            scorer = get_scorer(self.scoring)
+            gain = scorer
+
+        def make(i: int):
+            params = candidates.params(i)
+            model = clone(base)
+            if alg3:
+                model.set_params(**{f"{model.steps[-1][0]}__{k}": v for k, v in params.items()})
+            else:
+                model.set_params(**params)
+            return self._fit_one(model, X_tr, y_tr, book, private)
+
+        cache: dict[int, float] = {}
+
+        def objective(i: int) -> float:
+            if i not in cache:
+                cache[i] = float(gain(make(i), X_val, y_val))
+            return cache[i]
+
+        result = optimize(
+            objective, candidates, algorithm=self.algorithm, epsilon=epsilon, delta=self.delta, n_iter=n_iter,
+            k1=self.k1, noise_std=self.noise_std, kernel=self.kernel, length_scale=self.length_scale,
+            prior_mean=self.prior_mean, A=self.A, tau=self.tau, ledger=selection, rng=rng, **extra,
+        )  # fmt: skip
+        self.result_ = result
+        self.candidates_ = candidates
+        self.best_index_ = int(result.info["index"])
+        self.best_params_ = candidates.params(self.best_index_)
+        self.best_score_ = float(result.fun)
+        self.n_splits_ = 1
+        self.cv_results_ = {
+            "params": [candidates.params(i) for i in range(len(candidates))],
+            "released": np.arange(len(candidates)) == self.best_index_,
+        }
+        self.ledger_ = book
+        if self.refit:
+            self.best_estimator_ = make(self.best_index_)
+        self.privacy_ = {
+            "epsilon": book.spent().epsilon,
+            "delta_ledger": book.spent().delta,
+            "notion": book.notion,
+            "relation": book.relation,
+            "selection_guarantee": result.guarantee,
+            "selection": {"epsilon": epsilon, "delta": self.delta if self.algorithm != 3 else 0.0,
+                          "algorithm": self.algorithm, "notes": result.notes},
+            "protects": "training and validation rows" if private else "validation rows only",
+            "events": [e.to_dict() for e in book.events],
+        }
+        return self
+
+    def _new_ledger(self, private: bool, fits: int) -> Ledger:
+        epsilon = float(self.epsilon)
+        if not private:
+            return Ledger(epsilon, relation="replace_one")
+        est_eps = float(self.estimator.get_params()["epsilon"])
+        est_delta = float(self.estimator.get_params().get("delta", 0.0))
+        if est_delta > 0:
+            return Ledger(epsilon + fits * est_eps, fits * est_delta, "rdp", relation="replace_one")
+        return Ledger(epsilon + fits * est_eps, relation="replace_one")
+
+    @staticmethod
+    def _fit_one(model, X, y, book: Ledger, private: bool):
+        """Fit one candidate; a private fit is charged to ``book`` (through its ``ledger=`` when it has one).
+
+        The fitted model itself is never released (only the mechanisms' outputs
+        are), so a charge refused after the fit still releases nothing.  The
+        estimators' repeated-fit warning is silenced: here the ledger composes
+        every fit.
+        """
+        if private and "ledger" in model.get_params():
+            model.set_params(ledger=book)
+            return model.fit(X, y)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyBudgetWarning)
+            model.fit(X, y)
+        if private:
+            for event in model.privacy_events_:
+                book.charge(event)
+        return model
+
+    # -- prediction through the refitted estimator ---------------------------------------------
+    def _best(self):
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_
+
+    def predict(self, X):
+        return self._best().predict(X)
+
+    def decision_function(self, X):
+        return self._best().decision_function(X)
+
+    def score(self, X, y):
+        return self._best().score(X, y)
+
+    @property
+    def classes_(self):
+        return self._best().classes_

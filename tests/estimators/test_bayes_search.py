@@ -1,0 +1,99 @@
+"""DPBayesSearchCV: private selection over a search space for private and scikit-learn estimators."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification
+from sklearn.linear_model import LogisticRegression
+from sklearn.tree import DecisionTreeClassifier
+
+from dpopt.estimators import DPBayesSearchCV, DPLogisticRegression, PrivacyLeakWarning
+from dpopt.privacy import BudgetExceededError, Ledger
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = make_classification(n_samples=400, n_features=5, n_informative=3, random_state=0)
+    return X / np.linalg.norm(X, axis=1).max(), y
+
+
+def test_sklearn_estimator_protects_validation_rows_only(data):
+    X, y = data
+    search = DPBayesSearchCV(DecisionTreeClassifier(random_state=0), {"max_depth": [1, 2, 3, 4, 6, 8]},
+                             epsilon=1e12, n_iter=6, random_state=0, prior_mean=0.5)
+    with pytest.warns(PrivacyLeakWarning, match="only the validation rows"):
+        search.fit(X, y)
+    assert search.privacy_["protects"] == "validation rows only"
+    assert search.privacy_["selection_guarantee"] == "conditional" and "k1(V, V') = 0.95" in \
+        search.privacy_["selection"]["notes"]
+    # ε → ∞ on a grid visited entirely: the released score is the best validation accuracy
+    train, val = search._split(len(y), np.random.default_rng(0))
+    assert set(search.best_params_) == {"max_depth"} and len(search.cv_results_["params"]) == 6
+    assert search.cv_results_["released"].sum() == 1
+    assert 0.5 < search.best_score_ <= 1.0
+    assert search.predict(X).shape == (400,) and search.score(X, y) > 0.6
+    assert search.privacy_["epsilon"] == pytest.approx(1e12)
+
+
+def test_private_estimator_composes_training_and_selection_in_one_ledger(data):
+    X, y = data
+    book = Ledger(10.0, relation="replace_one")
+    search = DPBayesSearchCV(DPLogisticRegression(epsilon=0.5, data_norm=1.0),
+                             {"regularization": (1e-4, 1e-1, "log")}, epsilon=1.0, n_iter=4, n_candidates=16,
+                             ledger=book, random_state=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        search.fit(X, y)
+    # 4 training runs + the refit at ε = 0.5 each, and the two releases at 0.5 each
+    assert book.spent().epsilon == pytest.approx(5 * 0.5 + 1.0)
+    assert search.privacy_["protects"] == "training and validation rows"
+    assert search.ledger_ is book and search.best_estimator_.coef_.shape == (1, 5)
+    assert 1e-4 <= search.best_params_["regularization"] <= 1e-1
+    small = Ledger(2.0, relation="replace_one")
+    with pytest.raises(BudgetExceededError):
+        DPBayesSearchCV(DPLogisticRegression(epsilon=0.5, data_norm=1.0), {"regularization": (1e-4, 1e-1, "log")},
+                        epsilon=1.0, n_iter=4, n_candidates=16, ledger=small, random_state=1).fit(X, y)
+
+
+def test_default_ledger_is_sized_for_every_fit(data):
+    X, y = data
+    search = DPBayesSearchCV(DPLogisticRegression(epsilon=0.25, data_norm=1.0),
+                             {"regularization": [1e-3, 1e-2, 1e-1]}, epsilon=0.5, n_iter=3, random_state=2)
+    search.fit(X, y)
+    assert search.privacy_["epsilon"] == pytest.approx(4 * 0.25 + 0.5)
+
+
+def test_algorithm_3_is_exact_and_clips_rows(data):
+    X, y = data
+    search = DPBayesSearchCV(LogisticRegression(fit_intercept=False), {"C": (1.0, 100.0, "log")}, algorithm=3,
+                             data_norm=1.0, epsilon=1e12, n_iter=4, n_candidates=8, random_state=3)
+    with pytest.warns(PrivacyLeakWarning):
+        search.fit(X * 10, y)  # rows beyond the declared bound are clipped, not trusted
+    assert search.privacy_["selection_guarantee"] == "exact"
+    info = search.result_.info
+    C = search.candidates_.points[:, 0]
+    assert info["lambda_min"] == pytest.approx(1 / (C.max() * 300)) and info["validation_size"] == 100
+    assert info["lambda_max"] == pytest.approx(1 / (C.min() * 300)) and np.all((C >= 1) & (C <= 100))
+    assert 0.5 < search.best_score_ < 1.0
+    with pytest.raises(ValueError, match="fit_intercept=False"):
+        DPBayesSearchCV(LogisticRegression(), {"C": (1.0, 10.0)}, algorithm=3, data_norm=1.0).fit(X, y)
+    with pytest.raises(ValueError, match="data_norm"):
+        DPBayesSearchCV(LogisticRegression(fit_intercept=False), {"C": (1.0, 10.0)}, algorithm=3).fit(X, y)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(validation_size=1.5), "validation_size must be a fraction"),
+    (dict(validation_size=400), "validation_size must leave rows"),
+    (dict(cv=([0, 1], [1, 2])), "disjoint"),
+    (dict(cv=([0, 1], [500])), r"cv indices must lie in \[0, 400\)"),
+    (dict(algorithm=5), "algorithm must be 1, 2 or 3"),
+    (dict(epsilon=-1.0), "epsilon must be in"),
+])
+def test_bad_input(data, kwargs, match):
+    X, y = data
+    search = DPBayesSearchCV(DecisionTreeClassifier(), {"max_depth": [1, 2]}, n_iter=2, **kwargs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        with pytest.raises(ValueError, match=match):
+            search.fit(X, y)
