@@ -43,8 +43,7 @@ def register(sub) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--data", required=True, type=Path, metavar="FILE.csv", help="training data (CSV with a header)")
-    p.add_argument("--target", required=True, metavar="COLUMN", help="the label column")
+    add_data_arguments(p)
     p.add_argument("--epsilon", required=True, type=float, metavar="E", help="privacy budget epsilon > 0")
     p.add_argument(
         "--delta", type=float, default=0.0, metavar="D", help="privacy budget delta in [0, 1) (default 0: pure ε-DP)"
@@ -58,6 +57,19 @@ def register(sub) -> None:
         "dp-agd (need --delta > 0), objpert outpert",
     )
     p.add_argument("--model", default="logistic", metavar="KIND", help="logistic (default) or huber-svc")
+    p.add_argument("--regularization", type=float, default=1e-3, metavar="LAMBDA", help="L2 penalty mu (default 0.001)")
+    p.add_argument("--seed", type=int, help="seed of the privacy noise (default: OS entropy, for real releases)")
+    p.add_argument(
+        "--out", type=Path, metavar="MODEL.json", help="where to save the model (default ./<data name>.model.json)"
+    )
+    p.add_argument("--quiet", action="store_true", help="print nothing but warnings and errors")
+    p.set_defaults(func=run)
+
+
+def add_data_arguments(p) -> None:
+    """The options that say how to read and encode a CSV (shared by ``dpopt fit`` and ``dpopt tune``)."""
+    p.add_argument("--data", required=True, type=Path, metavar="FILE.csv", help="training data (CSV with a header)")
+    p.add_argument("--target", required=True, metavar="COLUMN", help="the label column")
     p.add_argument(
         "--bounds",
         nargs="+",
@@ -86,14 +98,7 @@ def register(sub) -> None:
         metavar="B",
         help="declared L2 bound on an encoded row (default: sqrt(number of feature columns), which always holds)",
     )
-    p.add_argument("--regularization", type=float, default=1e-3, metavar="LAMBDA", help="L2 penalty mu (default 0.001)")
-    p.add_argument("--seed", type=int, help="seed of the privacy noise (default: OS entropy, for real releases)")
     p.add_argument("--delimiter", default=",", help="CSV field delimiter (default ',')")
-    p.add_argument(
-        "--out", type=Path, metavar="MODEL.json", help="where to save the model (default ./<data name>.model.json)"
-    )
-    p.add_argument("--quiet", action="store_true", help="print nothing but warnings and errors")
-    p.set_defaults(func=run)
 
 
 def warn(command: str, message: str) -> None:
@@ -212,19 +217,16 @@ def disclosures(schema, classes, n_rows: int, relation: str) -> list[str]:
     return out
 
 
-def run(args) -> int:
-    from ..datasets.preprocess import learn_schema
-    from ..estimators import DPHuberSVC, DPLogisticRegression
-    from ..estimators.persist import save_model
-    from ..progress import Progress
+def load_encoded(args, command: str) -> tuple:
+    """Read and encode ``--data`` as the data options say: (schema, X, y, rows read).
 
-    method, epsilon, delta = _check_budget(args)
+    Shared by ``dpopt fit`` and ``dpopt tune``; warns (as ``dpopt COMMAND``)
+    about numeric ranges read from the data.
+    """
+    from ..datasets.preprocess import learn_schema
+
     bounds = parse_bounds(args.bounds)
     categories = parse_categories(args.categories)
-    out = args.out if args.out is not None else Path(f"{args.data.stem}.model.json")
-    if not (out.parent if str(out.parent) else Path(".")).is_dir():
-        raise UserError(f"--out folder {str(out.parent)!r} does not exist")
-
     columns, first_line = read_table(args.data, args.delimiter)
     if args.target not in columns:
         raise UserError(f"target column {args.target!r} not found in {args.data}; columns are {list(columns)}")
@@ -261,12 +263,27 @@ def run(args) -> int:
     if schema.data_derived_bounds:
         names = schema.data_derived_bounds
         warn(
-            "fit",
+            command,
             "no --bounds declared for numeric column(s) "
             + ", ".join(names)
             + ": their min/max were computed from the data, which leaks privacy outside the guarantee; "
             "declare ranges from domain knowledge, e.g. --bounds " + " ".join(f"{c}=LO:HI" for c in names),
         )
+
+    return schema, X, y, int(len(columns[args.target]))
+
+
+def run(args) -> int:
+    from ..estimators import DPHuberSVC, DPLogisticRegression
+    from ..estimators.persist import save_model
+    from ..progress import Progress
+
+    method, epsilon, delta = _check_budget(args)
+    out = args.out if args.out is not None else Path(f"{args.data.stem}.model.json")
+    if not (out.parent if str(out.parent) else Path(".")).is_dir():
+        raise UserError(f"--out folder {str(out.parent)!r} does not exist")
+
+    schema, X, y, rows_read = load_encoded(args, "fit")
 
     estimator_class = DPLogisticRegression if args.model == "logistic" else DPHuberSVC
     estimator = estimator_class(
@@ -296,8 +313,8 @@ def run(args) -> int:
         "file": args.data.name,
         "target": args.target,
         "rows": int(X.shape[0]),
-        "rows_read": int(len(columns[args.target])),
-        "rows_dropped": int(len(columns[args.target]) - X.shape[0]),
+        "rows_read": rows_read,
+        "rows_dropped": rows_read - int(X.shape[0]),
         "columns": len(schema.columns),
         "features": int(X.shape[1]),
         "classes": int(len(estimator.classes_)),

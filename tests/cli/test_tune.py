@@ -1,0 +1,89 @@
+"""``dpopt tune`` end to end on a small CSV: the same data conventions and errors as ``dpopt fit``."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from dpopt.cli import main
+from dpopt.cli.tune import parse_space
+
+N = 300
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tune")
+    rng = np.random.default_rng(0)
+    age, hours = rng.integers(18, 80, N), rng.integers(5, 80, N)
+    city = rng.choice(("Paris", "Rome", "Oslo"), N)
+    score = 0.04 * age + 0.06 * hours + 1.5 * (city == "Rome") + rng.normal(0, 0.5, N)
+    label = np.where(score > np.median(score), "high", "low")
+    with open(folder / "train.csv", "w", newline="") as fh:
+        csv.writer(fh).writerows([["age", "hours", "city", "income"],
+                                  *zip(age.tolist(), hours.tolist(), city, label, strict=True)])
+    return folder
+
+
+BASE = ["tune", "--data", "train.csv", "--target", "income", "--bounds", "age=17:90", "hours=0:100",
+        "--categories", "city=Paris,Rome,Oslo", "--seed", "0", "--n-iter", "3", "--n-candidates", "16"]
+
+
+def test_tune_a_private_estimator_writes_its_report(root, capsys, monkeypatch):
+    monkeypatch.chdir(root)
+    code = main([*BASE, "--space", "regularization=1e-4:1e-1:log", "--epsilon", "1", "--train-epsilon", "0.5",
+                 "--out", "report.json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    report = json.loads((root / "report.json").read_text())
+    assert set(report["best_params"]) == {"regularization"} and 1e-4 <= report["best_params"]["regularization"] <= 0.1
+    privacy = report["privacy"]
+    # 3 fits + the refit at 0.5 each, and the two releases
+    assert privacy["epsilon"] == pytest.approx(4 * 0.5 + 1.0) and privacy["protects"] == "training and validation rows"
+    assert privacy["selection_guarantee"] == "conditional" and "k1(V, V') = 0.95" in privacy["selection"]["notes"]
+    assert any("class labels" in d for d in report["disclosed"])
+    assert "selection conditional" in captured.out and "saved      report.json" in captured.out
+
+
+def test_tune_algorithm_3_with_sklearn_protects_validation_only(root, capsys, monkeypatch):
+    monkeypatch.chdir(root)
+    code = main([*BASE, "--estimator", "sklearn-logistic", "--algorithm", "3", "--space", "C=1:100:log",
+                 "--epsilon", "1", "--out", "alg3.json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "only the validation rows are protected" in captured.err
+    privacy = json.loads((root / "alg3.json").read_text())["privacy"]
+    assert privacy["selection_guarantee"] == "exact" and privacy["epsilon"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--space", "C=1:100:log", "--epsilon", "0"], "--epsilon must be in"),
+    (["--space", "C=100:1", "--epsilon", "1"], "need finite LO < HI"),
+    (["--space", "C=a:b", "--epsilon", "1"], "expected LO:HI"),
+    (["--space", "C", "--epsilon", "1"], "--space items look like"),
+    (["--space", "C=1:10", "--epsilon", "1", "--algorithm", "3"], "--algorithm 3 needs exact minimizers"),
+    (["--space", "C=1:10", "--epsilon", "1", "--algorithm", "2"], "give --A and --tau"),
+    (["--space", "C=1:10", "--epsilon", "1", "--k1", "2"], "--k1 must be in"),
+    (["--space", "C=1:10", "--epsilon", "1", "--estimator", "svm"], "--estimator must be one of"),
+])
+def test_tune_errors_are_one_line(root, capsys, monkeypatch, extra, message):
+    monkeypatch.chdir(root)
+    assert main([*BASE, *extra]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("dpopt tune: error:") and message in err[0]
+
+
+def test_unknown_column_and_missing_file_follow_fit(root, capsys, monkeypatch):
+    monkeypatch.chdir(root)
+    assert main(["tune", "--data", "nope.csv", "--target", "income", "--space", "C=1:2", "--epsilon", "1"]) == 2
+    assert "no such file" in capsys.readouterr().err
+    assert main(["tune", "--data", "train.csv", "--target", "wage", "--space", "C=1:2", "--epsilon", "1"]) == 2
+    assert "target column 'wage' not found" in capsys.readouterr().err
+
+
+def test_parse_space():
+    assert parse_space(["C=1e-3:1e3:log", "k=1,2,3", "a=0.5,1.5"]) == {
+        "C": (1e-3, 1e3, "log"), "k": [1, 2, 3], "a": [0.5, 1.5]}
