@@ -51,7 +51,7 @@ def rel_err(a, b):
 
 
 def test_default_orders_grid():
-    assert ORDERS.ndim == 1 and len(ORDERS) < 150
+    assert ORDERS.ndim == 1 and len(ORDERS) < 200  # includes the peers' grids (test_rdp_orders.py)
     assert np.all(np.diff(ORDERS) > 0) and ORDERS[0] > 1.0
     assert set(range(2, 65)) <= set(INT_ORDERS.astype(int).tolist())
     assert ORDERS.max() >= 256 and FRAC_ORDERS.min() <= 1.05
@@ -121,7 +121,7 @@ def test_epsilon_and_delta_match_dp_accounting(rate, z):
 @pytest.mark.parametrize(
     "z, rate, steps, close",
     [
-        (1.1, 0.01, 1000, True),
+        (1.1, 0.01, 1000, False),  # optimum at the fractional order 9.6 of the 0.1 grid
         (3.0, 1.0, 10, True),
         (1.1, 0.01, 100_000, False),
         (0.8, 0.1, 1000, False),

@@ -94,11 +94,18 @@ _FRACTIONAL_ORDERS = (
 )
 _LARGE_ORDERS = (72, 80, 96, 112, 128, 160, 192, 256, 320, 384, 512, 768, 1024)
 
+#: The default grids of Opacus 1.x (1.1, 1.2, …, 10.9 and 12..63) and of
+#: dp-accounting 0.6 (the same fractional grid, 11..63, 128, 256, 512): the
+#: default grid contains both, so its ε (the minimum over orders) is never
+#: larger than theirs for the same curve.
+_PEER_ORDERS = tuple(1 + x / 10.0 for x in range(1, 100)) + tuple(range(11, 64)) + (128, 256, 512)
+
 #: Default grid of Rényi orders: fractional orders near 1 (which matter for
-#: large ε), every integer 2..64 (the usual DP-SGD regime) and larger integers
-#: up to 1024 (small ε / tiny δ).  103 orders.
+#: large ε), the 0.1-spaced grid of Opacus and dp-accounting up to 10.9, every
+#: integer 2..64 (the usual DP-SGD regime) and larger integers up to 1024
+#: (small ε / tiny δ).  182 orders.
 DEFAULT_ORDERS: np.ndarray = np.array(
-    sorted(set(_FRACTIONAL_ORDERS) | set(range(2, 65)) | set(_LARGE_ORDERS)), dtype=float
+    sorted(set(_FRACTIONAL_ORDERS) | set(_PEER_ORDERS) | set(range(2, 65)) | set(_LARGE_ORDERS)), dtype=float
 )
 DEFAULT_ORDERS.setflags(write=False)
 
