@@ -43,7 +43,7 @@ def make_model(n=400, d=3, seed=0, loss="logistic"):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d))
     y = np.where(X @ np.linspace(1.0, -1.0, d) + rng.logistic(size=n) > 0, 1.0, -1.0)
-    return LinearModel(loss, X, y, l2=1e-3)
+    return LinearModel(loss, X, y, l2=1e-3, n_public=n)  # the test data's size is public
 
 
 # --------------------------------------------------------------------------- independent RDP
@@ -384,7 +384,7 @@ def test_oracle_gradient_noise_scale_and_normalization():
     exact = total / model.n + model.regularizer_grad(w)
     ledger = Ledger(1e9, 1e-6, "rdp")
     full = LineSearchOracle(model, ledger=ledger, rng=np.random.default_rng(0), rate=1.0,
-                            c_grad=clip, c_obj=1.0)
+                            c_grad=clip, c_obj=1.0, normalizer=model.n)
     draws = np.array([full.noisy_gradient(w, rho) for _ in range(3000)])
     sigma = clip / math.sqrt(2 * rho) / model.n
     noise = (draws - exact).ravel()
@@ -393,7 +393,7 @@ def test_oracle_gradient_noise_scale_and_normalization():
     assert ledger.events[0] == ev.Gaussian(clip / math.sqrt(2 * rho), clip)
 
     sampled = LineSearchOracle(model, ledger=ledger, rng=np.random.default_rng(1), rate=0.3,
-                               c_grad=clip, c_obj=1.0)
+                               c_grad=clip, c_obj=1.0, normalizer=model.n)
     draws = np.array([sampled.noisy_gradient(w, rho) for _ in range(3000)])
     stderr = draws.std(axis=0) / math.sqrt(len(draws))
     assert np.all(np.abs(draws.mean(axis=0) - exact) < 5 * stderr)

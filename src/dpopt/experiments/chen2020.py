@@ -262,7 +262,9 @@ def _build_model(model_name: str, X, y, mu: float) -> LinearModel:
     loss, options = MODELS[model_name]
     # prepare_data scales rows to ‖x‖₂ ≤ 1; declaring it sets the gradient methods' C_grad to the
     # per-example gradient bound 1 (§5.4's 3 suits the paper's unnormalized rows) and η₀ to 16.
-    return LinearModel(get_loss(loss, **options), X, y, l2=mu, data_norm=1.0)
+    # The training split's size is public (chen2020 Table 1 publishes every data set's size and the
+    # split is fixed by the seed), so it is declared as the normalizer N of the released sums.
+    return LinearModel(get_loss(loss, **options), X, y, l2=mu, data_norm=1.0, n_public=len(y))
 
 
 # -- one fit --------------------------------------------------------------------------------

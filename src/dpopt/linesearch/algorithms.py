@@ -56,18 +56,17 @@ from .._validation import (
     as_generator,
     check_choice,
     check_delta,
-    check_finite_array,
     check_int,
     check_open_unit,
     check_positive,
     check_rate,
 )
-from ..privacy import Ledger
+from ..models import PrivateModel, check_model, start_point
+from ..oracles import NOISES, QUERIES, PrivateOracle, public_normalizer, run_ledger
 from ..result import DPResult
 from .cheb import AngleAverage, angle_between, cheb, gradient_average
-from .model import PAPER_C_GRAD, PrivateModel, default_gradient_clip
-from .noisy_btls import NOISES, QUERIES, reset_initial_step
-from .oracle import LineSearchOracle
+from .model import PAPER_C_GRAD, default_gradient_clip
+from .noisy_btls import candidate_steps, reset_initial_step
 
 __all__ = ["LineSearchHyper", "dp_blsgd", "dp_blgd", "dp_blsgd_ac", "METHODS", "DEFAULT_ETA0", "ETA0_R2",
            "BUDGET_INCREASES"]
@@ -173,8 +172,11 @@ class LineSearchHyper:
         Data-independent starting point (default zeros; Algorithm 2 line 2 says
         "randomly", which any public choice satisfies).
     n_public:
-        Record count used to normalize sums (default ``model.n``, treated as
-        public as in DP-SGD); fix it when the data set size is itself sensitive.
+        The public record count N that released sums are divided by (as q·N for
+        minibatches).  Default: the model's declared ``n_public``, else a noisy
+        count released once before the run with 2 % of its zCDP budget
+        (:func:`dpopt.oracles.public_normalizer`).  The data's own n is never
+        used: it differs between add/remove neighbours (issue 14, finding 3).
     orders:
         Rényi orders of the ledger (default :data:`dpopt.privacy.DEFAULT_ORDERS`;
         Lemma 4 covers integer orders only, the accountant's other bounds cover
@@ -295,51 +297,40 @@ class _Stats:
     trajectory: list = field(default_factory=list)
 
 
-def _check_model(model) -> PrivateModel:
-    if not isinstance(model, PrivateModel):
-        raise TypeError(
-            "model must be a dpopt.linesearch.PrivateModel (e.g. LinearModel), "
-            f"got {type(model).__name__}"
-        )
-    return model
-
-
-def _start(model: PrivateModel, hyper: LineSearchHyper) -> np.ndarray:
-    if hyper.w0 is None:
-        return model.initial_params()
-    w0 = check_finite_array("w0", hyper.w0, ndim=1)
-    if w0.shape != (model.dim,):
-        raise ValueError(f"w0 must have shape ({model.dim},), got {w0.shape}")
-    return w0.copy()
-
-
 def _descend(model, epsilon, delta, rng, hyper: LineSearchHyper, *, method: str, rate: float,
-             increase: str, adaptive_clipping: bool) -> DPResult:
+             increase: str, adaptive_clipping: bool, ledger=None) -> DPResult:
     """The loop shared by the three methods (see the module docstring)."""
-    model = _check_model(model)
-    epsilon = check_positive("epsilon", epsilon)
-    delta = check_delta("delta", delta)
-    if delta == 0.0:
-        raise ValueError(
-            "delta must be in (0, 1): the RDP accounting of chen2020 §4.3 needs delta > 0"
-        )
+    model = check_model(model)
+    if ledger is None and epsilon is not None:
+        check_positive("epsilon", epsilon)
+        if check_delta("delta", 0.0 if delta is None else delta) == 0.0:
+            raise ValueError(
+                "delta must be in (0, 1): the RDP accounting of chen2020 §4.3 needs delta > 0"
+            )
+    ledger, epsilon, delta = run_ledger(ledger, epsilon, delta, accountant="rdp",
+                                        orders=hyper.orders)
     rng = as_generator(rng)
-    ledger = Ledger(epsilon, delta, "rdp", relation="add_remove", orders=hyper.orders)
-    oracle = LineSearchOracle(model, ledger=ledger, rng=rng, rate=rate,
-                              c_grad=hyper.clip_for(model, adaptive=adaptive_clipping),
-                              c_obj=hyper.c_obj, noise=hyper.noise, lazy=hyper.lazy,
-                              n_public=hyper.n_public, query=hyper.query)
+    normalizer = public_normalizer(model, n_public=hyper.n_public, ledger=ledger, rng=rng,
+                                   epsilon=epsilon, delta=delta)
+    oracle = PrivateOracle(model, ledger=ledger, rng=rng, normalizer=normalizer, rate=rate,
+                           c_grad=hyper.clip_for(model, adaptive=adaptive_clipping),
+                           c_obj=hyper.c_obj, noise=hyper.noise, lazy=hyper.lazy,
+                           query=hyper.query)
     rho, bt = hyper.initial_budgets(epsilon)
     rho0, bt0 = rho, bt
     c_grad0 = oracle.c_grad
-    w = _start(model, hyper)
+    w = start_point(model, hyper.w0)
     angles = AngleAverage(hyper.psi)
     previous = None
     eta0 = eta0_initial = hyper.eta0_for(model)
     omega = []
     stats = _Stats()
     stop, t = "max_iter", 0
-    search = {"alpha": hyper.alpha, "beta": hyper.beta, "max_it": hyper.max_it}
+
+    def line_search(w, g, eta0, budget):
+        steps = candidate_steps(eta0, hyper.beta, hyper.max_it)
+        index = oracle.line_search(w, g, steps, alpha=hyper.alpha, budget=budget)
+        return float(steps[index]) if index >= 0 else 0.0
 
     while t < hyper.max_iter:
         if not oracle.can_afford(oracle.gradient_event(rho), oracle.line_search_event(bt)):
@@ -350,7 +341,7 @@ def _descend(model, epsilon, delta, rng, hyper: LineSearchHyper, *, method: str,
         stats.gradients += 1
         eta, shrunk = 0.0, False
         while True:  # the check above covers the first search; later ones are checked below
-            eta = oracle.line_search(w, g, eta0=eta0, budget=bt, **search)
+            eta = line_search(w, g, eta0, bt)
             stats.line_searches += 1
             if eta > 0.0:
                 break
@@ -416,8 +407,7 @@ def _descend(model, epsilon, delta, rng, hyper: LineSearchHyper, *, method: str,
         "query": hyper.query,
         "c_grad_initial": c_grad0,
         "theta_bar": angles.value,
-        "rate": rate,
-        "expected_batch_size": oracle.weight,
+        **oracle.describe(),
         "c_grad": oracle.c_grad,
         "c_obj": oracle.c_obj,
         "clip_history": list(stats.clip_history),
@@ -427,13 +417,15 @@ def _descend(model, epsilon, delta, rng, hyper: LineSearchHyper, *, method: str,
                                 trajectory=trajectory, info=info, guarantee="exact", notes=_NOTES)
 
 
-def dp_blsgd(model: PrivateModel, *, epsilon: float, delta: float, rng=None, **hyper) -> DPResult:
+def dp_blsgd(model: PrivateModel, *, epsilon: float | None = None, delta: float | None = None,
+             rng=None, ledger=None, **hyper) -> DPResult:
     """DP-BLSGD: minibatch private gradient descent with NoisyBTLS and CHEB (chen2020 Algorithm 2).
 
-    ``model`` is a :class:`~dpopt.linesearch.model.PrivateModel` (e.g.
-    :class:`~dpopt.linesearch.model.LinearModel`); (``epsilon``, ``delta``) the
-    total budget of the RDP ledger (add/remove-one); ``rng`` a Generator, seed
-    or None.  Keyword hyper-parameters are the fields of
+    ``model`` is a :class:`~dpopt.models.PrivateModel` (e.g.
+    :class:`~dpopt.models.LinearModel`); (``epsilon``, ``delta``) the total
+    budget of the run, spent from ``ledger`` when one is given (an RDP ledger
+    under add/remove-one; see :func:`dpopt.oracles.run_ledger`), else from a
+    new RDP ledger; ``rng`` a Generator, seed or None.  Keyword hyper-parameters are the fields of
     :class:`LineSearchHyper` (defaults of §5.4: q = 0.1, C_obj = 1, ξ = 0.3,
     α = 0.5, β = 0.8, τ = 10, ς = 1.2, φ_max = 1.1, φ_min = 0.5, ψ = 0.8,
     Laplace NoisyBTLS, initial budgets from ε_iter = ε/100; C_grad = 3 lowered
@@ -448,11 +440,11 @@ def dp_blsgd(model: PrivateModel, *, epsilon: float, delta: float, rng=None, **h
     """
     h = LineSearchHyper.from_kwargs(**hyper)
     return _descend(model, epsilon, delta, rng, h, method="dp-blsgd", rate=h.rate,
-                    increase="cheb", adaptive_clipping=False)
+                    increase="cheb", adaptive_clipping=False, ledger=ledger)
 
 
-def dp_blsgd_ac(model: PrivateModel, *, epsilon: float, delta: float, rng=None,
-                **hyper) -> DPResult:
+def dp_blsgd_ac(model: PrivateModel, *, epsilon: float | None = None, delta: float | None = None,
+                rng=None, ledger=None, **hyper) -> DPResult:
     """DP-BLSGD-AC: DP-BLSGD with clipping-threshold adaptation (chen2020 §4.4, eq. (9)).
 
     As :func:`dp_blsgd`; in addition, the first time within an SGD update that
@@ -465,10 +457,11 @@ def dp_blsgd_ac(model: PrivateModel, *, epsilon: float, delta: float, rng=None,
     """
     h = LineSearchHyper.from_kwargs(**hyper)
     return _descend(model, epsilon, delta, rng, h, method="dp-blsgd-ac", rate=h.rate,
-                    increase="cheb", adaptive_clipping=True)
+                    increase="cheb", adaptive_clipping=True, ledger=ledger)
 
 
-def dp_blgd(model: PrivateModel, *, epsilon: float, delta: float, rng=None, **hyper) -> DPResult:
+def dp_blgd(model: PrivateModel, *, epsilon: float | None = None, delta: float | None = None,
+            rng=None, ledger=None, **hyper) -> DPResult:
     """DP-BLGD: full-batch DP-BLSGD with the budget increase of DP-AGD (chen2020 §5.3).
 
     Every gradient and line search uses all n records (no subsampling, so no
@@ -483,7 +476,7 @@ def dp_blgd(model: PrivateModel, *, epsilon: float, delta: float, rng=None, **hy
         raise TypeError("dp_blgd is full batch: it takes no 'rate' (use dp_blsgd for minibatches)")
     h = LineSearchHyper.from_kwargs(**hyper)
     return _descend(model, epsilon, delta, rng, h, method="dp-blgd", rate=1.0,
-                    increase="agd", adaptive_clipping=False)
+                    increase="agd", adaptive_clipping=False, ledger=ledger)
 
 
 def _document_hyper_parameters(*functions) -> None:

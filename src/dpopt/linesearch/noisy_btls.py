@@ -26,24 +26,26 @@ With an infinite budget no noise is drawn and nothing is charged: the search
 is the classic Armijo backtracking (Armijo 1966; chen2020 eq. (2)), which the
 tests use as the noise-free reference.
 
-The queries can be evaluated all at once (one product ``X [w − η_j g]`` for
-every candidate, :meth:`Ray.at`) and handed to
-:func:`dpopt.privacy.mechanisms.above_threshold`, or one at a time through an
-:class:`~dpopt.privacy.mechanisms.AboveThresholdSession` (``lazy=True``), which
-only evaluates the queries that are actually asked.
+The queries and their private release live in the oracles layer
+(:mod:`dpopt.oracles.line_search`: :class:`Ray`, :func:`line_search_event`,
+:func:`~dpopt.oracles.above_threshold_search`); this module is the
+algorithm around them: the candidate steps, picking the step and
+intelligent backtracking.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
-
 import numpy as np
 
 from .._validation import check_choice, check_int, check_open_unit, check_positive
-from ..privacy import events as ev
-from ..privacy import mechanisms as mech
-from .model import PrivateModel
+from ..oracles.line_search import (
+    NOISES,
+    QUERIES,
+    Ray,
+    above_threshold_search,
+    armijo_queries,
+    line_search_event,
+)
 
 __all__ = [
     "NOISES",
@@ -56,30 +58,9 @@ __all__ = [
     "reset_initial_step",
 ]
 
-#: The noise distributions of Algorithm 1.
-NOISES = ("laplace", "gaussian")
-#: What the line-search queries measure (see :meth:`Ray.of_model`).
-QUERIES = ("objective", "decrease")
-
 
 def _check_budget(budget) -> float:
     return check_positive("budget", budget, allow_inf=True)
-
-
-def line_search_event(budget: float, sensitivity: float,
-                      noise: str = "laplace") -> ev.AboveThreshold:
-    """The AboveThreshold event of one NoisyBTLS call (chen2020 Algorithm 1, line 3).
-
-    ``budget`` is ε_BT for ``noise="laplace"`` (ε₁ = ε_BT/2, ε₂ = ε_BT/4) and
-    ρ_BT for ``noise="gaussian"`` (σ₁² = 3/(2ρ_BT), σ₂² = 3/ρ_BT, which makes
-    eq. (5) equal to α·ρ_BT).  ``sensitivity`` is Δ_q = C_obj.
-    """
-    budget = check_positive("budget", budget)
-    sensitivity = check_positive("sensitivity", sensitivity)
-    check_choice("noise", noise, NOISES)
-    if noise == "laplace":
-        return ev.AboveThreshold.laplace(budget / 2.0, budget / 4.0, sensitivity)
-    return ev.AboveThreshold.gaussian(math.sqrt(1.5 / budget), math.sqrt(3.0 / budget), sensitivity)
 
 
 def candidate_steps(eta0, beta: float, max_it: int) -> np.ndarray:
@@ -94,125 +75,6 @@ def candidate_steps(eta0, beta: float, max_it: int) -> np.ndarray:
     if eta0.ndim > 1 or not np.all(np.isfinite(eta0)) or np.any(eta0 <= 0):
         raise ValueError("eta0 must be a finite value > 0 or a 1-D array of them")
     return eta0[..., None] * beta ** np.arange(max_it)
-
-
-class Ray:
-    """The line w − η g seen by NoisyBTLS: f(w), the Armijo slope and f along the line.
-
-    Parameters
-    ----------
-    fn:
-        ``fn(steps) -> values``: the (clipped) objective at ``w − η g`` for every
-        η on the last axis of ``steps``; same shape as ``steps``.
-    origin:
-        f(w): a float, or ``(R,)`` for R repetitions; ``None`` evaluates ``fn`` at
-        step 0 when first needed.
-    slope:
-        The factor of α·η in the Armijo condition, ‖g‖² on the scale of f
-        (``weight·‖g‖²`` when f is a sum over ``weight`` expected records).
-    sensitivity:
-        Δ_q, the most one record can change any query (C_obj for clipped sums).
-    """
-
-    def __init__(self, fn: Callable[[np.ndarray], np.ndarray], origin, slope, sensitivity: float):
-        if not callable(fn):
-            raise TypeError("fn must be callable as fn(steps) -> values")
-        self.fn = fn
-        self.slope = np.asarray(slope, dtype=float)
-        if self.slope.ndim > 1:
-            raise ValueError(f"slope must be a scalar or (R,), got shape {self.slope.shape}")
-        self._origin = None
-        if origin is not None:  # None: f(w) = fn(0), evaluated on first use (NoisyMax never needs it)
-            self._origin = np.asarray(origin, dtype=float)
-            if self._origin.shape != self.slope.shape:
-                raise ValueError(
-                    f"origin and slope must both be scalars or both (R,), got {self._origin.shape} "
-                    f"and {self.slope.shape}"
-                )
-        self.sensitivity = check_positive("sensitivity", sensitivity)
-
-    @property
-    def origin(self) -> np.ndarray:
-        """f(w): a float array of shape ``()`` or ``(R,)``."""
-        if self._origin is None:
-            self._origin = self.at(np.zeros(self.slope.shape + (1,)))[..., 0]
-        return self._origin
-
-    @property
-    def batch_shape(self) -> tuple:
-        return self.slope.shape
-
-    def at(self, steps) -> np.ndarray:
-        """f(w − η g) for every η on the last axis of ``steps``."""
-        steps = np.asarray(steps, dtype=float)
-        out = np.asarray(self.fn(steps), dtype=float)
-        if out.shape != steps.shape:
-            raise ValueError(
-                f"ray function returned shape {out.shape} for steps of shape {steps.shape}"
-            )
-        return out
-
-    @classmethod
-    def of_model(cls, model: PrivateModel, w, g, *, cap: float, indices=None, weight=None,
-                 query: str = "objective") -> Ray:
-        """The clipped objective of ``model`` on ``indices`` along ``w − η g``.
-
-        ``query="objective"`` (chen2020 Theorem 1): f(v) = Σ_{i∈indices} min{f_i(v), C_obj}
-        + weight·r(v), the clipped sum plus the public regularizer r(v) = (μ/2)‖v‖²
-        counted ``weight`` times.  ``query="decrease"``: f is measured relative
-        to w, f(w − ηg) − f(w) = −Σ_i clip(f_i(w) − f_i(w − ηg), −C_obj, C_obj)
-        + weight·(r(w − ηg) − r(w)) with origin 0
-        (:meth:`~dpopt.linesearch.model.PrivateModel.clipped_decrease_along`).
-        Either way one record moves every query by at most Δ_q = ``cap``.
-        ``weight`` is the public number of records the sum stands for: the
-        expected minibatch size q·n (required with ``indices``), or n for the
-        full data.  The Armijo slope is weight·‖g‖², so q ≥ 0 is the Armijo
-        condition (2) on the mean objective.
-        """
-        if not isinstance(model, PrivateModel):
-            raise TypeError(f"model must be a PrivateModel, got {type(model).__name__}")
-        check_choice("query", query, QUERIES)
-        w = np.asarray(w, dtype=float)
-        g = np.asarray(g, dtype=float)
-        cap = check_positive("cap", cap)
-        if weight is None:
-            if indices is not None:
-                raise ValueError(
-                    "weight is required with indices: pass the expected minibatch size q·n "
-                    "(the realized size is data-dependent under Poisson sampling)"
-                )
-            weight = model.n
-        weight = check_positive("weight", weight)
-        mu = model.l2
-        ww = np.einsum("...i,...i->...", w, w)
-        wg = np.einsum("...i,...i->...", w, g)
-        gg = np.einsum("...i,...i->...", g, g)
-        relative = query == "decrease"
-        if relative:
-            decrease = model.clipped_decrease_along(w, g, indices, cap)
-        else:
-            along = model.clipped_loss_along(w, g, indices, cap)
-
-        def fn(steps):
-            values = -decrease(steps) if relative else along(steps)
-            if mu:  # (μ/2)‖w − η g‖² = (μ/2)(‖w‖² − 2η w·g + η²‖g‖²), counted weight times
-                base = 0.0 if relative else ww[..., None]
-                values = values + weight * 0.5 * mu * (
-                    base - 2.0 * steps * wg[..., None] + steps**2 * gg[..., None]
-                )
-            return values
-
-        origin = np.zeros(np.shape(ww)) if relative else None
-        return cls(fn, origin, weight * gg, cap)
-
-
-def armijo_queries(ray: Ray, steps, alpha: float) -> np.ndarray:
-    """q_i = f(w) − α η_i ‖g‖² − f(w − η_i g) for every η_i on the last axis (Alg. 1, line 7)."""
-    return _queries(ray, np.asarray(steps, dtype=float), check_open_unit("alpha", alpha))
-
-
-def _queries(ray: Ray, steps: np.ndarray, alpha: float) -> np.ndarray:
-    return ray.origin[..., None] - alpha * steps * ray.slope[..., None] - ray.at(steps)
 
 
 def _steps_for(ray: Ray, eta0, beta, max_it) -> np.ndarray:
@@ -293,27 +155,9 @@ def noisy_btls(
     check_choice("noise", noise, NOISES)
     alpha = check_open_unit("alpha", alpha)
     steps = _steps_for(ray, eta0, beta, max_it)
-    if math.isinf(budget):
-        queries = _queries(ray, steps, alpha)
-        above = queries >= 0.0
-        index = np.where(above.any(axis=-1), np.argmax(above, axis=-1), -1)
-        return _out(_pick(steps, index))
-    event = line_search_event(budget, ray.sensitivity, noise)
-    if not lazy:
-        queries = _queries(ray, steps, alpha)
-        index = mech.above_threshold(queries, event=event, ledger=ledger, rng=rng, sampler=sampler)
-        return _out(_pick(steps, index))
-    session = mech.AboveThresholdSession(
-        event, ledger=ledger, rng=rng, batch_shape=ray.batch_shape, sampler=sampler
-    )
-    index = np.full(ray.batch_shape, -1)
-    for i in range(steps.shape[-1]):
-        fired = session.ask(_queries(ray, steps[..., i : i + 1], alpha)[..., 0])
-        index = np.where(fired, i, index)
-        if not session.active.any():
-            break
+    index = above_threshold_search(ray, steps, alpha=alpha, budget=budget, noise=noise,
+                                   ledger=ledger, rng=rng, sampler=sampler, lazy=lazy)
     return _out(_pick(steps, index))
-
 
 
 def reset_initial_step(eta0: float, chosen, varsigma: float) -> float:

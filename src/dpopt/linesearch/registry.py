@@ -10,9 +10,8 @@ heavy and works whichever implementation modules are present.
 * :func:`fit` — run a method by name.
 * :func:`applicable` / :func:`requirement_error` — whether a method can fit a model
   (e.g. objective perturbation needs a smooth loss, diffprivlib logistic regression).
-* :func:`predict` / :func:`accuracy` — sign(Xw) predictions (ties → +1) of a
-  result, a parameter vector ``(d,)`` or a batch ``(R, d)``; the majority
-  predictor's constant label is honoured.
+* :func:`predict` / :func:`accuracy` — re-exported from :mod:`dpopt.models`
+  (sign(Xw) predictions; the majority predictor's constant label is honoured).
 """
 
 from __future__ import annotations
@@ -22,9 +21,7 @@ import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
-import numpy as np
-
-from .._validation import check_finite_array
+from ..models.reference import accuracy, predict
 
 __all__ = [
     "MethodSpec",
@@ -154,40 +151,3 @@ def applicable(method: str, model) -> bool:
 def fit(method: str, model, *, epsilon: float, delta: float, rng=None, **hyper):
     """Run ``method`` (a key of :data:`METHODS`) on ``model`` and return its ``DPResult``."""
     return _spec(method).load()(model, epsilon=epsilon, delta=delta, rng=rng, **hyper)
-
-
-def _params_and_label(result_or_w):
-    from ..result import DPResult
-
-    if isinstance(result_or_w, DPResult):
-        return np.asarray(result_or_w.x, dtype=float), result_or_w.info.get("constant_label")
-    return np.asarray(result_or_w, dtype=float), None
-
-
-def predict(result_or_w, X) -> np.ndarray:
-    """Labels ±1 = sign(Xw) with ties → +1: ``(n,)`` for w ``(d,)``, ``(R, n)`` for ``(R, d)``.
-
-    ``result_or_w`` is a :class:`~dpopt.result.DPResult` or a parameter array;
-    a result with ``info["constant_label"]`` (:func:`~dpopt.linesearch.baselines.majority`)
-    predicts that label for every row.
-    """
-    X = check_finite_array("X", X, ndim=2)
-    w, label = _params_and_label(result_or_w)
-    w = check_finite_array("w", w, ndim=(1, 2))
-    if w.shape[-1] != X.shape[1]:
-        raise ValueError(f"w has {w.shape[-1]} coefficients but X has {X.shape[1]} columns")
-    shape = w.shape[:-1] + (X.shape[0],)
-    if label is not None:
-        return np.full(shape, float(label))
-    z = X @ w if w.ndim == 1 else w @ X.T
-    return np.where(z >= 0.0, 1.0, -1.0)
-
-
-def accuracy(result_or_w, X, y):
-    """Fraction of rows with ``predict == y``: a float, or ``(R,)`` for a batch of parameters."""
-    y = check_finite_array("y", y, ndim=1)
-    pred = predict(result_or_w, X)
-    if pred.shape[-1] != y.shape[0]:
-        raise ValueError(f"y must have {pred.shape[-1]} labels, got {y.shape[0]}")
-    out = np.mean(pred == y, axis=-1)
-    return float(out) if np.ndim(out) == 0 else out

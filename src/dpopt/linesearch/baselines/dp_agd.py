@@ -10,7 +10,8 @@ gradient budget grows when the picked step is 0:
    budget ρ_ng (σ = C_grad/√(2ρ_ng)), adds the public regularizer gradient and
    normalizes: d = g̃/‖g̃‖.
 3. NoisyMin over the 21 candidates Φ = {0, α_max/20, …, α_max}: the clipped
-   objective Σ_i min{f_i(w − α d), C_obj} + n·r(w − α d) (sensitivity C_obj)
+   objective Σ_i min{f_i(w − α d), C_obj} + N·r(w − α d) (sensitivity C_obj, N
+   the public record count: ``n_public``, else a noisy count released first)
    is minimized by the exponential mechanism with ε_nmax = √(2ρ_nmax), which
    is ε_nmax²/2 = ρ_nmax-zCDP (Bun & Steinke 2016, Prop. 1.4).  By default the
    scores are the per-record decreases clipped to ±C_obj instead (same
@@ -39,16 +40,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._validation import as_generator, check_choice, check_int, check_positive
-from ...privacy import Ledger
+from ...models import check_model, start_point
+from ...oracles import QUERIES, PrivateOracle, public_normalizer, run_ledger
 from ...privacy import events as ev
-from ...privacy import mechanisms as mech
 from ...privacy.zcdp import rho_from_epsilon_delta
 from ...result import DPResult
 from ..cheb import gradient_average
 from ..model import default_gradient_clip
-from ..noisy_btls import QUERIES, Ray
-from ..oracle import gradient_sigma
-from ._common import Hyper, check_budget, check_private_model, start_point
+from ._common import Hyper, check_budget
 
 __all__ = ["DPAGDHyper", "dp_agd", "initial_budgets", "step_grid"]
 
@@ -80,6 +79,12 @@ class DPAGDHyper(Hyper):
         (Lee & Kifer 2018: 10 and 1.1).
     w0:
         Public starting point (default zeros).
+    n_public:
+        The public record count N that the noisy gradient sum is divided by
+        before the regularizer gradient is added (and that weights the
+        regularizer in the NoisyMax scores).  Default: the model's declared
+        ``n_public``, else a noisy count (:func:`dpopt.oracles.public_normalizer`);
+        never the data's own n (issue 14, finding 3).
     max_iter:
         Safety cap on iterations (the budget normally stops the run first).
     query:
@@ -107,6 +112,7 @@ class DPAGDHyper(Hyper):
     reset_every: int = 10
     reset_factor: float = 1.1
     w0: np.ndarray | None = None
+    n_public: int | None = None
     max_iter: int = 100_000
     query: str = "decrease"
     trajectory: bool = False
@@ -126,6 +132,8 @@ class DPAGDHyper(Hyper):
         check_positive("reset_factor", self.reset_factor)
         check_int("max_iter", self.max_iter)
         check_choice("query", self.query, QUERIES)
+        if self.n_public is not None:
+            check_int("n_public", self.n_public)
 
 
 def initial_budgets(epsilon: float, delta: float, hyper: DPAGDHyper) -> tuple[float, float]:
@@ -144,59 +152,56 @@ def step_grid(max_step: float, n_candidates: int) -> np.ndarray:
     return np.linspace(0.0, check_positive("max_step", max_step), check_int("n_candidates", n_candidates) + 1)
 
 
-def _direction(model, noisy_sum: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """d = g̃/‖g̃‖ with g̃ = noisy sum/n + ∇r(w) (0 if g̃ = 0)."""
-    g = noisy_sum / model.n + model.regularizer_grad(w)
+def _direction(oracle: PrivateOracle, noisy_sum: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """d = g̃/‖g̃‖ with g̃ = noisy sum/N + ∇r(w), N the public count (0 if g̃ = 0)."""
+    g = noisy_sum / oracle.weight + oracle.model.regularizer_grad(w)
     norm = float(np.linalg.norm(g))
     return g / norm if norm > 0.0 else g
 
 
-def dp_agd(model, *, epsilon: float, delta: float, rng=None, **hyper) -> DPResult:
+def dp_agd(model, *, epsilon: float | None = None, delta: float | None = None, rng=None,
+           ledger=None, **hyper) -> DPResult:
     """DP-AGD: zCDP gradient descent with NoisyMin step selection and adaptive budget (Lee & Kifer 2018).
 
-    ``model`` is a :class:`~dpopt.linesearch.model.PrivateModel` (full batch,
-    no sampling).  (``epsilon``, ``delta``) is converted to the zCDP budget
-    ρ of :func:`~dpopt.privacy.zcdp.rho_from_epsilon_delta` and every release
-    is charged to a zCDP ledger (add/remove-one).  Hyper-parameters: the
-    fields of :class:`DPAGDHyper`.  Returns the last iterate
-    (``method="dp-agd"``); ``info`` holds ρ, the final budgets, the chosen
-    steps and the number of budget increases.
+    ``model`` is a :class:`~dpopt.models.PrivateModel` (full batch, no
+    sampling).  (``epsilon``, ``delta``) is converted to the zCDP budget ρ of
+    :func:`~dpopt.privacy.zcdp.rho_from_epsilon_delta`; every release is
+    charged to ``ledger`` when given (zCDP, add/remove-one), else to a new
+    zCDP ledger.  Hyper-parameters: the fields of :class:`DPAGDHyper`.
+    Returns the last iterate (``method="dp-agd"``); ``info`` holds ρ, the
+    final budgets, the chosen steps, the number of budget increases and the
+    normalizer.
     """
-    model = check_private_model(model)
-    epsilon, delta = check_budget(epsilon, delta, need_delta=True)
+    model = check_model(model)
+    if ledger is None:
+        check_budget(epsilon, delta, need_delta=True)
     h = DPAGDHyper.from_kwargs(**hyper)
+    ledger, epsilon, delta = run_ledger(ledger, epsilon, delta, accountant="zcdp")
     rng = as_generator(rng)
-    ledger = Ledger(epsilon, delta, "zcdp", relation="add_remove")
+    normalizer = public_normalizer(model, n_public=h.n_public, ledger=ledger, rng=rng,
+                                   epsilon=epsilon, delta=delta)
     rho_total = rho_from_epsilon_delta(epsilon, delta)
     rho_nmax, rho_ng = initial_budgets(epsilon, delta, h)
     rho_ng0 = rho_ng
     eps_nmax = math.sqrt(2.0 * rho_nmax)
     noisy_max_event = ev.Exponential(eps_nmax)
     c_grad = h.c_grad if h.c_grad is not None else default_gradient_clip(model)
-
-    def gradient_event(rho):
-        return ev.Gaussian(gradient_sigma(rho, c_grad), c_grad)
-
-    def release_gradient(total, rho):
-        return mech.gaussian(total, sensitivity=c_grad, sigma=gradient_sigma(rho, c_grad),
-                             ledger=ledger, rng=rng)
+    oracle = PrivateOracle(model, ledger=ledger, rng=rng, normalizer=normalizer, c_grad=c_grad,
+                           c_obj=h.c_obj, query=h.query)
 
     w = start_point(model, h.w0)
     max_step, recent, chosen = h.max_step, [], []
     increases, noisy_max_calls, t, stop = 0, 0, 0, "max_iter"
     trajectory = []
     while t < h.max_iter:
-        if not ledger.can_afford(ev.Composed((gradient_event(rho_ng), noisy_max_event))):
+        if not oracle.can_afford(oracle.gradient_event(rho_ng), noisy_max_event):
             stop = "budget"
             break
-        total, _ = model.per_example_clipped_grad_sum(w, None, c_grad)
-        noisy = release_gradient(total, rho_ng)
-        direction = _direction(model, noisy, w)
+        noisy = oracle.noisy_sum(w, oracle.gradient_event(rho_ng))
+        direction = _direction(oracle, noisy, w)
         grid = step_grid(max_step, h.n_candidates)
         while True:
-            scores = Ray.of_model(model, w, direction, cap=h.c_obj, query=h.query).at(grid)
-            index = int(mech.exponential(-scores, epsilon=eps_nmax, sensitivity=h.c_obj,
-                                         ledger=ledger, rng=rng))
+            index = oracle.select_step(w, direction, grid, epsilon=eps_nmax)
             noisy_max_calls += 1
             if index > 0:
                 w = w - grid[index] * direction
@@ -204,14 +209,14 @@ def dp_agd(model, *, epsilon: float, delta: float, rng=None, **hyper) -> DPResul
                 chosen.append(grid[index])
                 break
             extra = h.gamma * rho_ng
-            if not ledger.can_afford(ev.Composed((gradient_event(extra), noisy_max_event))):
+            if not oracle.can_afford(oracle.gradient_event(extra), noisy_max_event):
                 stop = "budget"
                 break
-            fresh = release_gradient(total, extra)
+            fresh = oracle.noisy_sum(w, oracle.gradient_event(extra))
             noisy = gradient_average(noisy, rho_ng, fresh, extra)
             rho_ng += extra
             increases += 1
-            direction = _direction(model, noisy, w)
+            direction = _direction(oracle, noisy, w)
         t += 1
         if h.trajectory:
             trajectory.append(model.value(w))
@@ -233,11 +238,12 @@ def dp_agd(model, *, epsilon: float, delta: float, rng=None, **hyper) -> DPResul
         "max_step": max_step,
         "c_grad": c_grad,
         "c_obj": h.c_obj,
+        "normalizer": normalizer.describe(),
     }
     return DPResult.from_ledger(
         ledger, x=w, fun=model.value(w), method="dp-agd", nit=t,
         trajectory=np.array(trajectory) if h.trajectory else None, info=info, guarantee="exact",
         notes="zCDP (Bun & Steinke 2016) with epsilon = rho + 2 sqrt(rho log(1/delta)); NoisyMin is "
-              "the exponential mechanism (eps^2/2-zCDP); budgets adapt to released values only; the "
-              "data set size n is treated as public.",
+              "the exponential mechanism (eps^2/2-zCDP); budgets adapt to released values only; "
+              f"sums are divided by the {normalizer.source.replace('_', ' ')} record count N.",
     )

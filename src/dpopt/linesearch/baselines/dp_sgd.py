@@ -2,8 +2,9 @@
 
 Each of T steps draws a Poisson minibatch at rate q, sums the per-example
 gradients clipped to L2 norm C (chen2020 eq. (6)), adds N(0, σ²I) and divides
-by the expected batch size q·n (the "lot size" L of Abadi et al.; the
-realized |B| is data-dependent under Poisson sampling), then takes a step
+by the expected batch size q·N (the "lot size" L of Abadi et al.) for a
+public record count N (the realized |B| is data-dependent under Poisson
+sampling and the data's n differs between neighbours), then takes a step
 of fixed size η on that noisy gradient plus the public regularizer gradient.
 
 Accounting: σ is the smallest noise for which T Poisson-subsampled Gaussian
@@ -11,7 +12,8 @@ releases of sensitivity C are (ε, δ)-DP under the RDP accountant
 (:func:`dpopt.privacy.calibration.calibrate_gaussian_sigma`, the "moments
 accountant" of Abadi et al. in its exact sampled-Gaussian form of Mironov,
 Talwar & Zhang 2019); every step is charged to an RDP :class:`Ledger` as
-``Subsampled(Gaussian(σ, C), q, "poisson")`` by the sampler that drew the batch.
+``Subsampled(Gaussian(σ, C), q, "poisson")`` by the sampler that drew the batch,
+through :class:`dpopt.oracles.PrivateOracle`.
 """
 
 from __future__ import annotations
@@ -23,13 +25,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._validation import as_generator, check_int, check_positive, check_rate
+from ...models import check_model, start_point
 from ...objectives import MarginLoss
-from ...privacy import Ledger, PoissonSampler
-from ...privacy import mechanisms as mech
+from ...oracles import PrivateOracle, public_normalizer, run_ledger, smallest_affordable_scale
+from ...privacy import events as ev
 from ...privacy.calibration import calibrate_gaussian_sigma
 from ...result import DPResult
 from ..model import default_gradient_clip
-from ._common import Hyper, check_budget, check_private_model, start_point
+from ._common import Hyper, check_budget
 
 __all__ = ["DPSGDHyper", "dp_sgd", "default_step", "MARGIN_CURVATURE"]
 
@@ -57,6 +60,11 @@ class DPSGDHyper(Hyper):
         Default (None): the model's declared ``data_norm``, else 1.
     w0:
         Public starting point (default zeros).
+    n_public:
+        The public record count N; sums are divided by the expected batch size
+        q·N.  Default: the model's declared ``n_public``, else a noisy count
+        released first (:func:`dpopt.oracles.public_normalizer`); never the
+        data's own n, which differs between add/remove neighbours.
     orders:
         Rényi orders of the ledger and of the calibration (default
         :data:`dpopt.privacy.DEFAULT_ORDERS`).
@@ -70,6 +78,7 @@ class DPSGDHyper(Hyper):
     lr: float | None = None
     data_norm: float | None = None
     w0: np.ndarray | None = None
+    n_public: int | None = None
     orders: tuple | None = None
     trajectory: bool = False
 
@@ -82,6 +91,8 @@ class DPSGDHyper(Hyper):
             check_positive("lr", self.lr)
         if self.data_norm is not None:
             check_positive("data_norm", self.data_norm)
+        if self.n_public is not None:
+            check_int("n_public", self.n_public)
         if self.orders is not None:
             object.__setattr__(self, "orders", tuple(float(a) for a in np.atleast_1d(self.orders)))
 
@@ -118,46 +129,54 @@ def default_step(model, data_norm: float = 1.0) -> float:
     return 1.0 / (curvature * check_positive("data_norm", data_norm) ** 2 + model.l2)
 
 
-def dp_sgd(model, *, epsilon: float, delta: float, rng=None, **hyper) -> DPResult:
+def dp_sgd(model, *, epsilon: float | None = None, delta: float | None = None, rng=None,
+           ledger=None, **hyper) -> DPResult:
     """DP-SGD with Poisson sampling and RDP accounting (Abadi et al. 2016, Algorithm 1).
 
-    ``model`` is a :class:`~dpopt.linesearch.model.PrivateModel`; the step is
+    ``model`` is a :class:`~dpopt.models.PrivateModel`; the step is
 
-        w_{t+1} = w_t − η·[(Σ_{i∈B_t} clip(∇f_i(w_t), C) + N(0, σ²I))/(q n) + ∇r(w_t)],
+        w_{t+1} = w_t − η·[(Σ_{i∈B_t} clip(∇f_i(w_t), C) + N(0, σ²I))/(q N) + ∇r(w_t)],
 
-    B_t a Poisson sample at rate q.  (``epsilon``, ``delta``) is the total
-    budget of an RDP ledger under add/remove-one; ``rng`` a Generator, seed or
-    None.  Hyper-parameters: the fields of :class:`DPSGDHyper`.  Returns the
-    last iterate as a :class:`~dpopt.result.DPResult` (``method="dp-sgd"``)
-    whose ledger holds the T charged events; ``info["sigma"]`` is σ and
-    ``info["noise_multiplier"]`` σ/C.
+    B_t a Poisson sample at rate q and N the public record count (``n_public``).  (``epsilon``,
+    ``delta``) is the total budget, spent from ``ledger`` when given (RDP,
+    add/remove-one), else from a new RDP ledger; ``rng`` a Generator, seed or
+    None.  σ is calibrated so that the T steps fit what the ledger has left.
+    Hyper-parameters: the fields of :class:`DPSGDHyper`.  Returns the last
+    iterate as a :class:`~dpopt.result.DPResult` (``method="dp-sgd"``) whose
+    ledger holds the charged events; ``info["sigma"]`` is σ,
+    ``info["noise_multiplier"]`` σ/C and ``info["normalizer"]`` N and its source.
     """
-    model = check_private_model(model)
-    epsilon, delta = check_budget(epsilon, delta, need_delta=True)
+    model = check_model(model)
+    if ledger is None:
+        check_budget(epsilon, delta, need_delta=True)
     h = DPSGDHyper.from_kwargs(**hyper)
+    fresh = ledger is None
+    ledger, epsilon, delta = run_ledger(ledger, epsilon, delta, accountant="rdp", orders=h.orders)
     rng = as_generator(rng)
-    ledger = Ledger(epsilon, delta, "rdp", relation="add_remove", orders=h.orders)
+    normalizer = public_normalizer(model, n_public=h.n_public, ledger=ledger, rng=rng,
+                                   epsilon=epsilon, delta=delta)
     data_norm = h.data_norm if h.data_norm is not None else (model.data_norm or 1.0)
     lr = h.lr if h.lr is not None else default_step(model, data_norm)
     c_grad = h.c_grad if h.c_grad is not None else default_gradient_clip(model)
     sigma = _calibrated_sigma(epsilon, delta, h.steps, h.rate, c_grad, h.orders)
-    sampler = PoissonSampler(h.rate)
-    weight = h.rate * model.n
+    oracle = PrivateOracle(model, ledger=ledger, rng=rng, normalizer=normalizer, rate=h.rate,
+                           c_grad=c_grad)
+    if not (fresh and normalizer.source == "declared"):  # part of the budget is already spent
+        sigma = smallest_affordable_scale(
+            ledger, lambda s: ev.SelfComposed(oracle.wrap(ev.Gaussian(s, c_grad)), h.steps),
+            start=sigma)
     w = start_point(model, h.w0)
     trajectory = []
     for _ in range(h.steps):
-        batch = sampler.indices(model.n, rng)
-        total, _ = model.per_example_clipped_grad_sum(w, batch, c_grad)
-        noisy = mech.gaussian(total, sensitivity=c_grad, sigma=sigma, ledger=ledger, rng=rng,
-                              sampler=sampler)
-        w = w - lr * (noisy / weight + model.regularizer_grad(w))
+        w = w - lr * oracle.gaussian_gradient(w, sigma)
         if h.trajectory:
             trajectory.append(model.value(w))
-    info = {"sigma": sigma, "noise_multiplier": sigma / c_grad, "rate": h.rate,
-            "expected_batch_size": weight, "steps": h.steps, "lr": lr, "c_grad": c_grad}
+    info = {"sigma": sigma, "noise_multiplier": sigma / c_grad, "steps": h.steps, "lr": lr,
+            "c_grad": c_grad, **oracle.describe()}
     return DPResult.from_ledger(
         ledger, x=w, fun=model.value(w), method="dp-sgd", nit=h.steps,
         trajectory=np.array(trajectory) if h.trajectory else None, info=info, guarantee="exact",
         notes="RDP of the Poisson-subsampled Gaussian mechanism (Mironov, Talwar & Zhang 2019) "
-              "converted to (epsilon, delta); the data set size n is treated as public.",
+              "converted to (epsilon, delta); sums are divided by the expected batch size q*N "
+              f"with N the {normalizer.source.replace('_', ' ')} record count.",
     )

@@ -19,16 +19,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._validation import as_generator, check_positive
-from ...privacy import Ledger, PrivacySpent
-from ...privacy import mechanisms as mech
+from ...models import LinearModel, check_model, solve_erm
+from ...oracles import LABELS, majority_label, run_ledger
+from ...privacy import PrivacySpent
 from ...result import DPResult
-from ..model import LinearModel
-from ._common import Hyper, check_budget, check_private_model, solve_erm
+from ._common import Hyper, check_budget
 
 __all__ = ["NonPrivateHyper", "non_private", "majority", "LABELS"]
-
-#: The two labels the majority predictor chooses between, in score order.
-LABELS = (-1.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -50,7 +47,7 @@ def non_private(model, *, epsilon: float | None = None, delta: float | None = No
     convention and ignored.  ``guarantee="none"``; ``privacy`` is (∞, 0) with
     notion ``"none"`` and an empty event log.
     """
-    model = check_private_model(model)
+    model = check_model(model)
     h = NonPrivateHyper.from_kwargs(**hyper)
     sol = solve_erm(model, tol=h.tol, max_iter=h.max_iter)
     return DPResult(
@@ -60,27 +57,28 @@ def non_private(model, *, epsilon: float | None = None, delta: float | None = No
     )
 
 
-def majority(model, *, epsilon: float, delta: float = 0.0, rng=None, **hyper) -> DPResult:
+def majority(model, *, epsilon: float | None = None, delta: float = 0.0, rng=None, ledger=None,
+             **hyper) -> DPResult:
     """MAJORITY: one label for every record, chosen by the ε-DP exponential mechanism on the counts.
 
-    ``model`` is a :class:`~dpopt.linesearch.model.LinearModel` with ±1
-    labels.  Pure ε-DP under add/remove-one (δ unused).  The result's ``x`` is
-    the zero vector (a constant predictor is not a linear one) and
+    ``model`` is a :class:`~dpopt.models.LinearModel` with ±1 labels.  Pure
+    ε-DP under add/remove-one (δ unused); spent from ``ledger`` when given
+    (:func:`dpopt.oracles.majority_label`).  The result's ``x`` is the zero
+    vector (a constant predictor is not a linear one) and
     ``info["constant_label"]`` the chosen label, which
-    :func:`dpopt.linesearch.registry.predict` uses; ``fun`` is NaN.
+    :func:`dpopt.models.predict` uses; ``fun`` is NaN.
     """
     if not isinstance(model, LinearModel):
-        raise TypeError(f"majority needs a dpopt.linesearch.LinearModel, got {type(model).__name__}")
+        raise TypeError(f"majority needs a dpopt.models.LinearModel, got {type(model).__name__}")
     if hyper:
         raise TypeError(f"majority takes no hyper-parameters, got {sorted(hyper)}")
-    epsilon, _ = check_budget(epsilon, delta, need_delta=False)
+    if ledger is None:
+        epsilon, _ = check_budget(epsilon, delta, need_delta=False)
+        ledger, epsilon, _ = run_ledger(None, epsilon, 0.0, accountant="pure")
+    else:
+        ledger, epsilon, _ = run_ledger(ledger, epsilon, None, accountant="pure")
     rng = as_generator(rng)
-    counts = np.array([np.count_nonzero(model.y == label) for label in LABELS], dtype=float)
-    if counts.sum() != model.n:
-        raise ValueError("majority needs labels in {-1, +1}")
-    ledger = Ledger(epsilon, 0.0, "pure", relation="add_remove")
-    index = int(mech.exponential(counts, epsilon=epsilon, sensitivity=1.0, ledger=ledger, rng=rng))
-    label = LABELS[index]
+    label = majority_label(model, epsilon=epsilon, ledger=ledger, rng=rng, labels=LABELS)
     return DPResult.from_ledger(
         ledger, x=np.zeros(model.dim), fun=math.nan, method="majority", nit=0,
         info={"constant_label": label}, guarantee="exact",

@@ -1,0 +1,117 @@
+"""Non-private references every family may compare against (no privacy guarantee).
+
+* :func:`solve_erm` — the regularized ERM minimizer of a model by L-BFGS, with
+  optional linear and quadratic perturbation terms (objective perturbation)
+  and a certified bound on the distance to the exact minimizer.
+* :func:`predict` / :func:`accuracy` — sign(Xw) predictions (ties → +1) of a
+  result, a parameter vector ``(d,)`` or a batch ``(R, d)``; a constant-label
+  result (the private majority class, ``info["constant_label"]``) predicts its label.
+
+Everything here reads data without noise: it is for references and for
+evaluation on held-out data, never for a release under a guarantee.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize
+
+from .._validation import check_finite_array, check_positive
+from .base import PrivateModel, start_point
+
+__all__ = ["ErmSolution", "solve_erm", "predict", "accuracy"]
+
+
+@dataclass(frozen=True)
+class ErmSolution:
+    """An approximate minimizer and the certificate of how close it is.
+
+    ``grad_norm`` is ‖∇J(x)‖₂ at the returned point; for a λ-strongly convex J
+    the exact minimizer x* satisfies ‖x − x*‖₂ ≤ grad_norm/λ (``distance_bound``).
+    """
+
+    x: np.ndarray
+    fun: float
+    grad_norm: float
+    distance_bound: float
+    nit: int
+
+
+def solve_erm(model: PrivateModel, *, linear=None, extra_l2: float = 0.0, tol: float = 1e-8,
+              max_iter: int = 10_000, x0=None) -> ErmSolution:
+    """argmin_w J(w) = F(w) + bᵀw/n + (Δ/2)‖w‖² by L-BFGS, to ‖∇J‖₂ ≤ ``tol`` when it can.
+
+    ``F`` is the model's regularized objective (mean loss + (μ/2)‖w‖²), ``b``
+    the optional ``linear`` vector (objective perturbation's noise, chen2020
+    ref. [16], Chaudhuri et al. 2011 Algorithm 2) and Δ = ``extra_l2``.  The
+    returned :class:`ErmSolution` certifies the distance to the exact minimizer
+    through strong convexity (modulus μ + Δ); callers that need an exact
+    minimizer for their privacy argument check ``grad_norm``.
+    """
+    tol = check_positive("tol", tol)
+    n = model.n
+    b = None if linear is None else check_finite_array("linear", linear, ndim=1) / n
+    delta_reg = float(extra_l2)
+
+    objective = getattr(model, "objective", None)  # LinearModel: one data pass for both
+    value_and_grad = objective.value_and_grad if objective is not None else (
+        lambda w: (model.value(w), model.grad(w)))
+
+    def fun(w):
+        value, grad = value_and_grad(w)
+        if b is not None:
+            value, grad = value + float(b @ w), grad + b
+        if delta_reg:
+            value, grad = value + 0.5 * delta_reg * float(w @ w), grad + delta_reg * w
+        return value, grad
+
+    x = start_point(model, x0)
+    # L-BFGS-B's gtol bounds the largest gradient entry; tol/√d bounds the L2 norm by tol.
+    options = {"maxiter": max_iter, "gtol": tol / (4.0 * math.sqrt(model.dim)), "ftol": 0.0, "maxcor": 20}
+    res = optimize.minimize(fun, x, jac=True, method="L-BFGS-B", options=options)
+    x = np.asarray(res.x, dtype=float)
+    value, grad = fun(x)
+    grad_norm = float(np.linalg.norm(grad))
+    modulus = model.l2 + delta_reg
+    bound = grad_norm / modulus if modulus > 0 else math.inf
+    return ErmSolution(x=x, fun=float(value), grad_norm=grad_norm, distance_bound=bound, nit=int(res.nit))
+
+
+def _params_and_label(result_or_w):
+    from ..result import DPResult  # noqa: PLC0415 -- the result type sits above the models layer
+
+    if isinstance(result_or_w, DPResult):
+        return np.asarray(result_or_w.x, dtype=float), result_or_w.info.get("constant_label")
+    return np.asarray(result_or_w, dtype=float), None
+
+
+def predict(result_or_w, X) -> np.ndarray:
+    """Labels ±1 = sign(Xw) with ties → +1: ``(n,)`` for w ``(d,)``, ``(R, n)`` for ``(R, d)``.
+
+    ``result_or_w`` is a :class:`~dpopt.result.DPResult` or a parameter array;
+    a result with ``info["constant_label"]`` (:func:`~dpopt.oracles.majority`)
+    predicts that label for every row.
+    """
+    X = check_finite_array("X", X, ndim=2)
+    w, label = _params_and_label(result_or_w)
+    w = check_finite_array("w", w, ndim=(1, 2))
+    if w.shape[-1] != X.shape[1]:
+        raise ValueError(f"w has {w.shape[-1]} coefficients but X has {X.shape[1]} columns")
+    shape = w.shape[:-1] + (X.shape[0],)
+    if label is not None:
+        return np.full(shape, float(label))
+    z = X @ w if w.ndim == 1 else w @ X.T
+    return np.where(z >= 0.0, 1.0, -1.0)
+
+
+def accuracy(result_or_w, X, y):
+    """Fraction of rows with ``predict == y``: a float, or ``(R,)`` for a batch of parameters."""
+    y = check_finite_array("y", y, ndim=1)
+    pred = predict(result_or_w, X)
+    if pred.shape[-1] != y.shape[0]:
+        raise ValueError(f"y must have {pred.shape[-1]} labels, got {y.shape[0]}")
+    out = np.mean(pred == y, axis=-1)
+    return float(out) if np.ndim(out) == 0 else out

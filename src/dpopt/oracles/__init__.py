@@ -1,0 +1,41 @@
+"""The private-data-access layer: sample, clip, noise (through :mod:`dpopt.privacy`), charge.
+
+Every algorithm family reads private data only through these oracles, over a
+model implementing :class:`dpopt.models.PrivateModel`:
+
+* :class:`PrivateOracle` — Gaussian and Laplace gradients (one private gradient
+  step, :meth:`PrivateOracle.noisy_sum`), the clipped-loss line-search query
+  (AboveThreshold, :meth:`PrivateOracle.line_search`) and step selection
+  (:meth:`PrivateOracle.select_step`);
+* :class:`Ray`, :func:`above_threshold_search`, :func:`line_search_event` — the
+  line-search query itself (chen2020 Algorithm 1, Theorems 1–3);
+* :func:`majority_label` — private selection of the majority class;
+* :class:`Normalizer`, :func:`public_normalizer` — the public record count that
+  released sums are divided by (never the data's own n);
+* :func:`run_ledger` — the ledger a run spends from (given, or made at the top).
+"""
+
+from .ledgers import run_ledger, smallest_affordable_scale
+from .line_search import NOISES, QUERIES, Ray, above_threshold_search, armijo_queries, line_search_event
+from .normalizer import COUNT_SHARE, Normalizer, count_sigma, public_normalizer
+from .oracle import PrivateOracle, gaussian_sigma
+from .selection import LABELS, majority_label
+
+__all__ = [
+    "PrivateOracle",
+    "gaussian_sigma",
+    "Ray",
+    "NOISES",
+    "QUERIES",
+    "above_threshold_search",
+    "armijo_queries",
+    "line_search_event",
+    "Normalizer",
+    "COUNT_SHARE",
+    "count_sigma",
+    "public_normalizer",
+    "majority_label",
+    "LABELS",
+    "run_ledger",
+    "smallest_affordable_scale",
+]

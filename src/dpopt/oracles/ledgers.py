@@ -1,0 +1,60 @@
+"""The ledger a family entry point spends from: the caller's, or one made at the top (issue 15 §1)."""
+
+from __future__ import annotations
+
+from .._validation import check_delta, check_positive
+from ..privacy import Ledger
+
+__all__ = ["run_ledger", "smallest_affordable_scale"]
+
+
+def run_ledger(ledger, epsilon, delta, *, accountant: str, relation: str = "add_remove",
+               orders=None) -> tuple[Ledger, float, float]:
+    """``(ledger, ε, δ)`` for one run.
+
+    Without ``ledger`` a new one of ``accountant`` is made from (``epsilon``,
+    ``delta``).  With a ledger and no ``epsilon`` the run plans with and spends
+    the ledger's own budget.  With both, the run plans with (``epsilon``,
+    ``delta``) and spends from ``ledger.child(epsilon, delta)`` where the
+    ledger offers sub-budgets (otherwise from the ledger itself, which still
+    refuses anything beyond its own total).  A given ledger's relation must be
+    ``relation``: the oracles' sensitivities are computed for it.
+    """
+    if ledger is None:
+        if epsilon is None:
+            raise TypeError("give epsilon (and delta) or a ledger")
+        epsilon = check_positive("epsilon", epsilon)
+        delta = check_delta("delta", 0.0 if delta is None else delta)
+        return Ledger(epsilon, delta, accountant, relation=relation, orders=orders), epsilon, delta
+    if not isinstance(ledger, Ledger):
+        raise TypeError(f"ledger must be a dpopt.privacy.Ledger, got {type(ledger).__name__}")
+    if ledger.relation != relation:
+        raise ValueError(
+            f"ledger.relation must be {relation!r} for this method, got {ledger.relation!r}"
+        )
+    if epsilon is None:
+        return ledger, ledger.epsilon, ledger.delta
+    epsilon = check_positive("epsilon", epsilon)
+    delta = check_delta("delta", ledger.delta if delta is None else delta)
+    child = getattr(ledger, "child", None)
+    return (child(epsilon, delta) if child is not None else ledger), epsilon, delta
+
+
+def smallest_affordable_scale(ledger: Ledger, event_of, *, start: float, rel_tol: float = 1e-9) -> float:
+    """The smallest noise scale s ≥ ``start`` with ``ledger.can_afford(event_of(s))``, to ``rel_tol``.
+
+    ``event_of(s)`` must cost less the larger s is (a noise scale).  Used when
+    part of a run's budget is already spent (a noisy count, a shared ledger)
+    and a fixed number of releases must fit what is left.  Bisection in log s.
+    """
+    lo = hi = check_positive("start", start)
+    if ledger.can_afford(event_of(hi)):
+        return hi
+    while not ledger.can_afford(event_of(hi)):
+        lo, hi = hi, hi * 2.0
+        if hi > start * 2.0**60:
+            raise ValueError("no noise scale fits the ledger's remaining budget")
+    while hi / lo > 1.0 + rel_tol:
+        mid = (lo * hi) ** 0.5
+        lo, hi = (lo, mid) if ledger.can_afford(event_of(mid)) else (mid, hi)
+    return hi

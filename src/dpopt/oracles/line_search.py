@@ -1,0 +1,210 @@
+"""The clipped-loss / line-search query: AboveThreshold over Armijo tests (chen2020 Algorithm 1).
+
+:class:`Ray` is what the data says along a line w − η g: the clipped
+objective Σ_i min{f_i, C_obj} (chen2020 Theorem 1) or the clipped per-record
+decreases, plus the public regularizer, each query of sensitivity Δ_q = C_obj.
+:func:`above_threshold_search` asks the Armijo queries
+
+    q_i = f(w) − α η_i ‖g‖² − f(w − η_i g)        (Algorithm 1, line 7)
+
+through the privacy core's AboveThreshold (Lemma 5): charged before anything
+is drawn, one noisy threshold, fresh noise per query, the index of the first
+query above it.  Noise (line 3): Laplace ε₁ = ε_BT/2, ε₂ = ε_BT/4
+(Theorems 1–2, eq. (4)), or Gaussian σ₁² = 3/(2ρ_BT), σ₂² = 3/ρ_BT (Theorem 3,
+eq. (5)).  An infinite budget is the classic, non-private Armijo search
+(Armijo 1966), charged nothing: a reference for tests.
+
+The queries can be evaluated all at once (one product per candidate block)
+and handed to :func:`dpopt.privacy.mechanisms.above_threshold`, or one at a
+time through an :class:`~dpopt.privacy.mechanisms.AboveThresholdSession`
+(``lazy=True``), which evaluates only the queries that are asked.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from .._validation import check_choice, check_open_unit, check_positive
+from ..models import PrivateModel, check_model
+from ..privacy import events as ev
+from ..privacy import mechanisms as mech
+
+__all__ = ["NOISES", "QUERIES", "Ray", "line_search_event", "armijo_queries", "above_threshold_search"]
+
+#: The noise distributions of Algorithm 1.
+NOISES = ("laplace", "gaussian")
+#: What the line-search queries measure (see :meth:`Ray.of_model`).
+QUERIES = ("objective", "decrease")
+
+
+def line_search_event(budget: float, sensitivity: float,
+                      noise: str = "laplace") -> ev.AboveThreshold:
+    """The AboveThreshold event of one NoisyBTLS call (chen2020 Algorithm 1, line 3).
+
+    ``budget`` is ε_BT for ``noise="laplace"`` (ε₁ = ε_BT/2, ε₂ = ε_BT/4) and
+    ρ_BT for ``noise="gaussian"`` (σ₁² = 3/(2ρ_BT), σ₂² = 3/ρ_BT, which makes
+    eq. (5) equal to α·ρ_BT).  ``sensitivity`` is Δ_q = C_obj.
+    """
+    budget = check_positive("budget", budget)
+    sensitivity = check_positive("sensitivity", sensitivity)
+    check_choice("noise", noise, NOISES)
+    if noise == "laplace":
+        return ev.AboveThreshold.laplace(budget / 2.0, budget / 4.0, sensitivity)
+    return ev.AboveThreshold.gaussian(math.sqrt(1.5 / budget), math.sqrt(3.0 / budget), sensitivity)
+
+
+class Ray:
+    """The line w − η g seen by NoisyBTLS: f(w), the Armijo slope and f along the line.
+
+    Parameters
+    ----------
+    fn:
+        ``fn(steps) -> values``: the (clipped) objective at ``w − η g`` for every
+        η on the last axis of ``steps``; same shape as ``steps``.
+    origin:
+        f(w): a float, or ``(R,)`` for R repetitions; ``None`` evaluates ``fn`` at
+        step 0 when first needed.
+    slope:
+        The factor of α·η in the Armijo condition, ‖g‖² on the scale of f
+        (``weight·‖g‖²`` when f is a sum over ``weight`` expected records).
+    sensitivity:
+        Δ_q, the most one record can change any query (C_obj for clipped sums).
+    """
+
+    def __init__(self, fn: Callable[[np.ndarray], np.ndarray], origin, slope, sensitivity: float):
+        if not callable(fn):
+            raise TypeError("fn must be callable as fn(steps) -> values")
+        self.fn = fn
+        self.slope = np.asarray(slope, dtype=float)
+        if self.slope.ndim > 1:
+            raise ValueError(f"slope must be a scalar or (R,), got shape {self.slope.shape}")
+        self._origin = None
+        if origin is not None:  # None: f(w) = fn(0), evaluated on first use (NoisyMax never needs it)
+            self._origin = np.asarray(origin, dtype=float)
+            if self._origin.shape != self.slope.shape:
+                raise ValueError(
+                    f"origin and slope must both be scalars or both (R,), got {self._origin.shape} "
+                    f"and {self.slope.shape}"
+                )
+        self.sensitivity = check_positive("sensitivity", sensitivity)
+
+    @property
+    def origin(self) -> np.ndarray:
+        """f(w): a float array of shape ``()`` or ``(R,)``."""
+        if self._origin is None:
+            self._origin = self.at(np.zeros(self.slope.shape + (1,)))[..., 0]
+        return self._origin
+
+    @property
+    def batch_shape(self) -> tuple:
+        return self.slope.shape
+
+    def at(self, steps) -> np.ndarray:
+        """f(w − η g) for every η on the last axis of ``steps``."""
+        steps = np.asarray(steps, dtype=float)
+        out = np.asarray(self.fn(steps), dtype=float)
+        if out.shape != steps.shape:
+            raise ValueError(
+                f"ray function returned shape {out.shape} for steps of shape {steps.shape}"
+            )
+        return out
+
+    @classmethod
+    def of_model(cls, model: PrivateModel, w, g, *, cap: float, indices=None, weight=None,
+                 query: str = "objective") -> Ray:
+        """The clipped objective of ``model`` on ``indices`` along ``w − η g``.
+
+        ``query="objective"`` (chen2020 Theorem 1): f(v) = Σ_{i∈indices} min{f_i(v), C_obj}
+        + weight·r(v), the clipped sum plus the public regularizer r(v) = (μ/2)‖v‖²
+        counted ``weight`` times.  ``query="decrease"``: f is measured relative
+        to w, f(w − ηg) − f(w) = −Σ_i clip(f_i(w) − f_i(w − ηg), −C_obj, C_obj)
+        + weight·(r(w − ηg) − r(w)) with origin 0
+        (:meth:`~dpopt.linesearch.model.PrivateModel.clipped_decrease_along`).
+        Either way one record moves every query by at most Δ_q = ``cap``.
+        ``weight`` is the public number of records the sum stands for: the
+        expected minibatch size q·N, or N for the full data, with N a public
+        count (:class:`~dpopt.oracles.Normalizer`; never the data's own n, which
+        differs between add/remove neighbours).  The Armijo slope is
+        weight·‖g‖², so q ≥ 0 is the Armijo condition (2) on the mean
+        objective; the Armijo and regularizer terms are public given the
+        released g, so they add no sensitivity.  ``weight=None`` (full data
+        only) is the model's record count: for non-private references; the
+        private oracles always pass their public weight.
+        """
+        check_model(model)
+        check_choice("query", query, QUERIES)
+        w = np.asarray(w, dtype=float)
+        g = np.asarray(g, dtype=float)
+        cap = check_positive("cap", cap)
+        if weight is None:
+            if indices is not None:
+                raise ValueError(
+                    "weight is required with indices: pass the expected minibatch size q·N "
+                    "(the realized size is data-dependent under Poisson sampling)"
+                )
+            weight = model.n
+        weight = check_positive("weight", weight)
+        mu = model.l2
+        ww = np.einsum("...i,...i->...", w, w)
+        wg = np.einsum("...i,...i->...", w, g)
+        gg = np.einsum("...i,...i->...", g, g)
+        relative = query == "decrease"
+        if relative:
+            decrease = model.clipped_decrease_along(w, g, indices, cap)
+        else:
+            along = model.clipped_loss_along(w, g, indices, cap)
+
+        def fn(steps):
+            values = -decrease(steps) if relative else along(steps)
+            if mu:  # (μ/2)‖w − η g‖² = (μ/2)(‖w‖² − 2η w·g + η²‖g‖²), counted weight times
+                base = 0.0 if relative else ww[..., None]
+                values = values + weight * 0.5 * mu * (
+                    base - 2.0 * steps * wg[..., None] + steps**2 * gg[..., None]
+                )
+            return values
+
+        origin = np.zeros(np.shape(ww)) if relative else None
+        return cls(fn, origin, weight * gg, cap)
+
+
+def armijo_queries(ray: Ray, steps, alpha: float) -> np.ndarray:
+    """q_i = f(w) − α η_i ‖g‖² − f(w − η_i g) for every η_i on the last axis (Alg. 1, line 7)."""
+    return _queries(ray, np.asarray(steps, dtype=float), check_open_unit("alpha", alpha))
+
+
+def _queries(ray: Ray, steps: np.ndarray, alpha: float) -> np.ndarray:
+    return ray.origin[..., None] - alpha * steps * ray.slope[..., None] - ray.at(steps)
+
+
+def above_threshold_search(ray: Ray, steps: np.ndarray, *, alpha: float, budget: float,
+                           noise: str = "laplace", ledger=None, rng=None, sampler=None,
+                           lazy: bool = False) -> np.ndarray:
+    """Index of the first candidate in ``steps`` (last axis) whose noisy Armijo query clears the
+    noisy threshold, −1 where none does (Algorithm 1, lines 4–12).
+
+    ``budget`` is ε_BT (Laplace) or ρ_BT (Gaussian); ``math.inf`` runs the
+    non-private Armijo test and charges nothing.  Otherwise the event of
+    :func:`line_search_event` (amplified by ``sampler``, the sampler that drew
+    the ray's records) is charged to ``ledger`` before any noise is drawn.
+    ``ray`` with batch shape ``(R,)`` runs R searches under one charge.
+    """
+    if math.isinf(budget):
+        above = _queries(ray, steps, alpha) >= 0.0
+        return np.where(above.any(axis=-1), np.argmax(above, axis=-1), -1)
+    event = line_search_event(budget, ray.sensitivity, noise)
+    if not lazy:
+        return mech.above_threshold(_queries(ray, steps, alpha), event=event, ledger=ledger,
+                                    rng=rng, sampler=sampler)
+    session = mech.AboveThresholdSession(
+        event, ledger=ledger, rng=rng, batch_shape=ray.batch_shape, sampler=sampler
+    )
+    index = np.full(ray.batch_shape, -1)
+    for i in range(steps.shape[-1]):
+        fired = session.ask(_queries(ray, steps[..., i : i + 1], alpha)[..., 0])
+        index = np.where(fired, i, index)
+        if not session.active.any():
+            break
+    return index

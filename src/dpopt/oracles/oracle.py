@@ -1,0 +1,196 @@
+"""The private oracles: the only code that reads private data (DESIGN.md "Layers").
+
+:class:`PrivateOracle` gives an optimizer four releases over a model that
+implements :class:`~dpopt.models.PrivateModel`, each charged to the run's
+ledger before anything is drawn:
+
+* :meth:`~PrivateOracle.gaussian_gradient` — (Σ_B clip(∇f_i, C) + N(0, σ²I))/(q·N) + ∇r(w):
+  chen2020 Algorithm 2 lines 4–6, DP-SGD (Abadi et al. 2016), DP-AGD (Lee & Kifer 2018);
+* :meth:`~PrivateOracle.laplace_gradient` — the same sum with Laplace noise per
+  coordinate, for pure ε-DP (L1 sensitivity √d·C of L2-clipped terms);
+* :meth:`~PrivateOracle.line_search` — AboveThreshold over the Armijo queries of
+  the clipped loss along a line (chen2020 Algorithm 1; :mod:`.line_search`);
+* :meth:`~PrivateOracle.select_step` — the exponential mechanism over the clipped
+  loss at a grid of steps (DP-AGD's NoisyMax).
+
+Both gradients go through one step, :meth:`PrivateOracle.noisy_sum` (draw the
+batch → clipped sum → mechanism); there is no other.  The oracle owns:
+
+* the sampler: Poisson at rate q (chen2020 §4.3, Lemma 4; Abadi et al.) or
+  the full data when q = 1; every release draws its *own* minibatch, which
+  makes the separate amplification of every sub-routine (chen2020 §4.3) exact;
+* the clipping thresholds C_grad (eq. (6)) and C_obj (Theorem 1), which
+  DP-BLSGD-AC may shrink (eq. (9));
+* the public normalizer N (:class:`~dpopt.oracles.Normalizer`): sums are
+  divided by the expected batch size q·N, never by the realized |B| (data-
+  dependent under Poisson sampling) nor by the data's own n (private under
+  add/remove-one; issue 14, finding 3).
+
+A family builds one oracle per run (or per network node, over that node's
+shard); a PyTorch model plugs in through the same contract.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._validation import check_choice, check_int, check_positive, check_rate
+from ..models import PrivateModel, check_model
+from ..privacy import Ledger, PoissonSampler
+from ..privacy import events as ev
+from ..privacy import mechanisms as mech
+from .line_search import NOISES, QUERIES, Ray, above_threshold_search, line_search_event
+from .normalizer import Normalizer
+
+__all__ = ["PrivateOracle", "gaussian_sigma"]
+
+
+def gaussian_sigma(rho: float, clip: float) -> float:
+    """σ of chen2020 Algorithm 2, line 6: variance C²/(2ρ), i.e. (α, αρ)-RDP (Lemma 1)."""
+    return check_positive("clip", clip) / math.sqrt(2.0 * check_positive("rho", rho))
+
+
+def _as_normalizer(normalizer) -> Normalizer:
+    if isinstance(normalizer, Normalizer):
+        return normalizer
+    return Normalizer(float(check_int("normalizer", normalizer)), "declared")
+
+
+class PrivateOracle:
+    """Noisy gradients, noisy line searches and noisy selections of one run, charged to one ledger.
+
+    Parameters
+    ----------
+    model:
+        A :class:`~dpopt.models.PrivateModel`.
+    ledger:
+        The run's :class:`~dpopt.privacy.Ledger` (add/remove-one relation).
+    rng:
+        ``numpy.random.Generator`` for sampling and noise.
+    normalizer:
+        The public record count N (a :class:`~dpopt.oracles.Normalizer`, or an
+        int: a declared count); see :func:`~dpopt.oracles.public_normalizer`.
+    rate:
+        Poisson sampling rate q ∈ (0, 1]; 1 means the full data (no sampling).
+    c_grad, c_obj:
+        Clipping thresholds C_grad (gradients, eq. (6)) and C_obj (losses, Theorem 1).
+    noise, query, lazy:
+        The line search's noise (``"laplace"``/``"gaussian"``), what its queries
+        measure (``"objective"``/``"decrease"``, :meth:`~dpopt.oracles.Ray.of_model`)
+        and whether they are evaluated one at a time.
+    """
+
+    def __init__(self, model: PrivateModel, *, ledger: Ledger, rng: np.random.Generator,
+                 normalizer, rate: float = 1.0, c_grad: float, c_obj: float = 1.0,
+                 noise: str = "laplace", query: str = "objective", lazy: bool = False):
+        self.model = check_model(model)
+        self.ledger = mech.check_ledger(ledger)
+        self.rng = mech.check_rng(rng)
+        self.normalizer = _as_normalizer(normalizer)
+        self.rate = check_rate("rate", rate)
+        self.sampler = PoissonSampler(self.rate) if self.rate < 1.0 else None
+        self.c_grad = check_positive("c_grad", c_grad)
+        self.c_obj = check_positive("c_obj", c_obj)
+        self.noise = check_choice("noise", noise, NOISES)
+        self.query = check_choice("query", query, QUERIES)
+        self.lazy = bool(lazy)
+        #: Expected number of records per release, q·N: the public divisor of every sum.
+        self.weight = self.rate * self.normalizer.count
+        self._events: dict = {}  # events by (kind, budget, threshold): built once, re-used
+
+    # -- events -----------------------------------------------------------------------------
+    def wrap(self, event: ev.Event) -> ev.Event:
+        """``event`` as this oracle charges it: amplified by its sampler when q < 1."""
+        return self.sampler.wrap(event) if self.sampler is not None else event
+
+    def gradient_event(self, rho: float) -> ev.Event:
+        """The event one Gaussian gradient with budget ρ charges (amplified when q < 1)."""
+        key = ("gradient", rho, self.c_grad)
+        if key not in self._events:
+            self._events[key] = self.wrap(ev.Gaussian(gaussian_sigma(rho, self.c_grad), self.c_grad))
+        return self._events[key]
+
+    def line_search_event(self, budget: float) -> ev.Event:
+        """The event one line search with budget ε_BT (or ρ_BT) charges."""
+        key = ("line_search", budget, self.c_obj)
+        if key not in self._events:
+            self._events[key] = self.wrap(line_search_event(budget, self.c_obj, self.noise))
+        return self._events[key]
+
+    def can_afford(self, *events: ev.Event) -> bool:
+        """Whether the ledger can still pay for all ``events`` together."""
+        event = events[0] if len(events) == 1 else ev.Composed(events)
+        return self.ledger.can_afford(event)
+
+    # -- releases ---------------------------------------------------------------------------
+    def batch(self):
+        """Indices of a fresh Poisson minibatch, or None for the full data (q = 1)."""
+        if self.sampler is None:
+            return None
+        return self.sampler.indices(self.model.n, self.rng)
+
+    def noisy_sum(self, w, event: ev.Event) -> np.ndarray:
+        """Σ_B clip(∇f_i(w), C_grad) + noise of ``event`` on a fresh batch: the private gradient step.
+
+        ``event`` is an additive-noise event on the sum (Gaussian, Laplace) of
+        sensitivity matching C_grad; it is charged (amplified by the sampler)
+        before the noise is drawn.
+        """
+        indices = self.batch()
+        total, _ = self.model.per_example_clipped_grad_sum(w, indices, self.c_grad)
+        return mech.release(total, event, ledger=self.ledger, rng=self.rng, sampler=self.sampler)
+
+    def _gradient(self, w, event: ev.Event) -> np.ndarray:
+        return self.noisy_sum(w, event) / self.weight + self.model.regularizer_grad(w)
+
+    def gaussian_gradient(self, w, sigma: float) -> np.ndarray:
+        """g̃ = (Σ_B clip(∇f_i, C) + N(0, σ²I))/(q·N) + ∇r(w) (chen2020 Alg. 2, lines 4–6)."""
+        return self._gradient(w, ev.Gaussian(check_positive("sigma", sigma), self.c_grad))
+
+    def noisy_gradient(self, w, rho: float) -> np.ndarray:
+        """:meth:`gaussian_gradient` with σ = C_grad/√(2ρ): (α, αρ)-RDP before amplification."""
+        return self.gaussian_gradient(w, gaussian_sigma(rho, self.c_grad))
+
+    def laplace_gradient(self, w, scale: float) -> np.ndarray:
+        """(Σ_B clip(∇f_i, C) + Laplace(scale)ᵈ)/(q·N) + ∇r(w): ε = √d·C/scale (‖v‖₁ ≤ √d‖v‖₂)."""
+        sensitivity = math.sqrt(self.model.dim) * self.c_grad
+        return self._gradient(w, ev.Laplace(check_positive("scale", scale), sensitivity))
+
+    def ray(self, w, g, indices=None) -> Ray:
+        """The clipped loss of ``indices`` along w − η g, weighted by the public q·N (not released)."""
+        return Ray.of_model(self.model, w, g, cap=self.c_obj, indices=indices, weight=self.weight,
+                            query=self.query)
+
+    def line_search(self, w, g, steps, *, alpha: float, budget: float):
+        """AboveThreshold over the Armijo queries at ``steps`` along w − η g on a fresh batch.
+
+        Returns the index of the chosen step (−1: none); see
+        :func:`~dpopt.oracles.line_search.above_threshold_search`.
+        """
+        ray = self.ray(w, g, self.batch())
+        return above_threshold_search(ray, steps, alpha=alpha, budget=budget, noise=self.noise,
+                                      ledger=self.ledger, rng=self.rng, sampler=self.sampler,
+                                      lazy=self.lazy)
+
+    def select_step(self, w, direction, steps, *, epsilon: float) -> int:
+        """NoisyMax: the index of a step in ``steps``, P ∝ exp(−ε·f(w − η d)/(2 C_obj)) (ε-DP).
+
+        f is the clipped loss on a fresh batch (:meth:`ray`), sensitivity C_obj;
+        Lee & Kifer 2018's NoisyMin through the exponential mechanism.
+        """
+        scores = self.ray(w, direction, self.batch()).at(steps)
+        return int(mech.exponential(-scores, epsilon=epsilon, sensitivity=self.c_obj,
+                                    ledger=self.ledger, rng=self.rng, sampler=self.sampler))
+
+    def shrink_clipping(self, zeta: float) -> None:
+        """C_grad ← (1 − ζ)C_grad and C_obj ← (1 − ζ)C_obj (eq. (9), DP-BLSGD-AC)."""
+        factor = 1.0 - zeta
+        self.c_grad *= factor
+        self.c_obj *= factor
+
+    def describe(self) -> dict:
+        """Public facts of the oracle for a result's ``info``: rate, q·N, the normalizer."""
+        return {"rate": self.rate, "expected_batch_size": self.weight,
+                "normalizer": self.normalizer.describe()}

@@ -1,0 +1,198 @@
+"""The private-data-access layer: one gradient step, the public normalizer, the ledger handed down."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpopt.linesearch import baselines as B
+from dpopt.linesearch.algorithms import dp_blgd, dp_blsgd
+from dpopt.models import LinearModel, PrivateModel
+from dpopt.oracles import (
+    Normalizer,
+    PrivateOracle,
+    count_sigma,
+    gaussian_sigma,
+    public_normalizer,
+    run_ledger,
+)
+from dpopt.privacy import BudgetExceededError, Ledger
+from dpopt.privacy import events as ev
+
+C = 1.0
+
+
+def neighbours(n=40, d=3):
+    """D: n copies of a record whose clipped gradient is C·v at w = 0; D′ adds one with gradient −C·v.
+
+    At w = 0 the logistic loss has φ′ = −y/2, so the per-example gradient is −y x/2;
+    rows of norm 4 make it 2 ≥ C: every gradient is clipped to norm C.
+    """
+    x = np.zeros(d)
+    x[0] = 4.0
+    X = np.tile(x, (n, 1))
+    y = np.ones(n)
+    return (X, y), (np.vstack([X, x]), np.append(y, -1.0))
+
+
+def one_step(data, seed, method, **hyper):
+    X, y = data
+    model = LinearModel("logistic", X, y)
+    if method == "dp-sgd":
+        res = B.dp_sgd(model, epsilon=1.0, delta=1e-6, rng=seed, steps=1, rate=1.0, lr=1.0,
+                       c_grad=C, **hyper)
+        return -res.x, res  # w₁ = −(S + ξ)/N: the released mean gradient (no regularizer)
+    res = B.dp_agd(model, epsilon=1.0, delta=1e-6, rng=seed, c_grad=C, max_iter=1, **hyper)
+    return res, res
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_released_mean_gradient_moves_at_most_the_charged_sensitivity(seed):
+    """Issue 14, finding 3: with the same noise draw, the released mean gradient of two add/remove
+    neighbours may differ by at most the charged C/N.  Normalizing by the data's own n moved it by
+    2C/(n+1) (ratio ≈ 1.95 here); a public N keeps the ratio at 1."""
+    n_public = 40
+    d, d_prime = neighbours(n=40)
+    g, res = one_step(d, seed, "dp-sgd", n_public=n_public)
+    g_prime, res_prime = one_step(d_prime, seed, "dp-sgd", n_public=n_public)
+    charged = res.events[0]
+    assert charged == ev.Gaussian(res.info["sigma"], C)  # sensitivity C on the sum, noise σ
+    norm = res.info["normalizer"]["count"]
+    assert norm == res_prime.info["normalizer"]["count"] == n_public
+    shift = np.linalg.norm(g - g_prime)
+    assert shift * norm / charged.sensitivity <= 1.0 + 1e-9
+
+
+def test_without_a_declared_count_the_count_is_released_first():
+    """No n_public: the normalizer is a noisy count charged before anything else, never model.n."""
+    (X, y), _ = neighbours(n=200)
+    model = LinearModel("logistic", X, y, l2=1e-3)
+    for fit in (lambda: dp_blgd(model, epsilon=0.5, delta=1e-6, rng=3, max_iter=2),
+                lambda: dp_blsgd(model, epsilon=0.5, delta=1e-6, rng=3, max_iter=2),
+                lambda: B.dp_sgd(model, epsilon=0.5, delta=1e-6, rng=3, steps=3),
+                lambda: B.dp_agd(model, epsilon=0.5, delta=1e-6, rng=3, max_iter=2)):
+        res = fit()
+        assert res.events[0] == ev.Gaussian(count_sigma(0.5, 1e-6), 1.0)
+        normalizer = res.info["normalizer"]
+        assert normalizer["source"] == "noisy_count" and normalizer["count"] != model.n
+        assert res.privacy.epsilon <= 0.5 * (1 + 1e-9)
+
+
+def test_noisy_count_has_the_stated_noise():
+    """The count's noise is N(0, σ_c²) (KS, p > 1e-6); half of it is rejected."""
+    (X, y), _ = neighbours(n=100)
+    model = LinearModel("logistic", X, y)
+    rng = np.random.default_rng(11)
+    eps, delta = 2.0, 1e-6  # σ_c ≈ 16: the clamp at 1 record never acts
+    sigma = count_sigma(eps, delta)
+    ledger = Ledger(1e9, 1e-6, "rdp")
+    draws = np.array([public_normalizer(model, ledger=ledger, rng=rng, epsilon=eps, delta=delta).count
+                      for _ in range(2000)]) - model.n
+    assert stats.kstest(draws, stats.norm(scale=sigma).cdf).pvalue > 1e-6
+    assert stats.kstest(draws, stats.norm(scale=sigma / 2).cdf).pvalue < 1e-6
+
+
+def test_declared_count_costs_nothing_and_model_declaration_is_used():
+    (X, y), _ = neighbours(n=30)
+    ledger = Ledger(1.0, 1e-6, "rdp")
+    model = LinearModel("logistic", X, y, n_public=1000)
+    got = public_normalizer(model, ledger=ledger, rng=np.random.default_rng(0), epsilon=1.0, delta=1e-6)
+    assert got == Normalizer(1000.0, "declared") and ledger.events == []
+    got = public_normalizer(model, n_public=77, ledger=ledger, rng=np.random.default_rng(0),
+                            epsilon=1.0, delta=1e-6)
+    assert got.count == 77.0
+    with pytest.raises(ValueError, match="n_public"):
+        public_normalizer(LinearModel("logistic", X, y), ledger=Ledger(1.0), rng=np.random.default_rng(0),
+                          epsilon=1.0, delta=0.0)
+
+
+def test_armijo_and_regularizer_terms_use_the_public_weight():
+    """NoisyBTLS's Armijo slope and regularizer are weighted by q·N for both neighbours alike."""
+    d, d_prime = neighbours(n=50)
+    w, g = np.array([0.3, 0.1, -0.2]), np.array([1.0, 0.0, 0.5])
+    rays = []
+    for X, y in (d, d_prime):
+        model = LinearModel("logistic", X, y, l2=0.1)
+        oracle = PrivateOracle(model, ledger=Ledger(1.0, 1e-6, "rdp"), rng=np.random.default_rng(0),
+                               normalizer=Normalizer(60.0, "declared"), c_grad=C, c_obj=0.5)
+        rays.append(oracle.ray(w, g))
+    steps = np.array([0.0, 0.1, 0.5, 1.0])
+    assert rays[0].slope == rays[1].slope == pytest.approx(60.0 * (g @ g))
+    # one record moves every query by at most C_obj (its own clipped loss)
+    assert np.all(np.abs(rays[0].at(steps) - rays[1].at(steps)) <= 0.5 + 1e-12)
+
+
+def test_one_gradient_step_for_gaussian_and_laplace():
+    (X, y), _ = neighbours(n=20)
+    model = LinearModel("logistic", X, y, l2=0.5)
+    ledger = Ledger(1e9, 1e-6, "rdp")
+    oracle = PrivateOracle(model, ledger=ledger, rng=np.random.default_rng(1), normalizer=25, c_grad=C)
+    w = np.array([0.1, 0.2, 0.3])
+    total, _ = model.per_example_clipped_grad_sum(w, None, C)
+    exact = total / 25 + model.regularizer_grad(w)
+    draws = np.array([oracle.gaussian_gradient(w, 2.0) for _ in range(2000)]) - exact
+    assert stats.kstest(draws.ravel(), stats.norm(scale=2.0 / 25).cdf).pvalue > 1e-6
+    assert ledger.events[-1] == ev.Gaussian(2.0, C)
+    assert oracle.describe()["normalizer"] == {"count": 25.0, "source": "declared"}
+    pure = Ledger(1e9)
+    lap = PrivateOracle(model, ledger=pure, rng=np.random.default_rng(2), normalizer=25, c_grad=C)
+    draws = np.array([lap.laplace_gradient(w, 3.0) for _ in range(2000)]) - exact
+    assert stats.kstest(draws.ravel(), stats.laplace(scale=3.0 / 25).cdf).pvalue > 1e-6
+    assert stats.kstest(draws.ravel(), stats.laplace(scale=1.5 / 25).cdf).pvalue < 1e-6
+    assert pure.events[-1] == ev.Laplace(3.0, math.sqrt(3) * C)  # ‖v‖₁ ≤ √d‖v‖₂
+    assert gaussian_sigma(0.5, 2.0) == pytest.approx(2.0)
+
+
+def test_ledger_is_handed_down_and_refuses_before_release():
+    (X, y), _ = neighbours(n=200)
+    model = LinearModel("logistic", X, y, l2=1e-3, n_public=200)
+    ledger = Ledger(0.4, 1e-6, "rdp")
+    res = dp_blsgd(model, ledger=ledger, rng=0, max_iter=5)
+    assert res.events == ledger.events and len(ledger.events) > 0
+    small = Ledger(0.1)
+    with pytest.raises(BudgetExceededError):  # refused before anything is drawn or logged
+        B.majority(model, epsilon=0.5, ledger=small, rng=0)
+    assert small.events == []
+    shared = Ledger(0.3, 1e-6, "rdp")  # a run given a ledger calibrates to what is left of it
+    first = B.dp_sgd(model, ledger=shared, epsilon=0.15, rng=0, steps=5)
+    second = B.dp_sgd(model, ledger=shared, rng=1, steps=5)
+    assert len(first.events) == 5 and second.events == shared.events and len(shared.events) == 10
+    assert shared.spent().epsilon <= 0.3 * (1 + 1e-9)
+    with pytest.raises(ValueError, match="relation"):
+        dp_blgd(model, ledger=Ledger(1.0, 1e-6, "rdp", relation="replace_one"), rng=0)
+    with pytest.raises(TypeError, match="epsilon"):
+        dp_blgd(model, rng=0)
+    made, eps, delta = run_ledger(None, 0.3, 1e-6, accountant="rdp")
+    assert (made.epsilon, made.delta, eps, delta) == (0.3, 1e-6, 0.3, 1e-6)
+
+
+def test_oracle_accepts_any_model_of_the_contract():
+    """A model that only implements the contract (as a PyTorch module or a node's shard would)."""
+
+    class Scaled(PrivateModel):
+        def __init__(self, inner):
+            self.inner = inner
+
+        n = property(lambda self: self.inner.n)
+        dim = property(lambda self: self.inner.dim)
+
+        def per_example_clipped_grad_sum(self, w, indices, clip):
+            return self.inner.per_example_clipped_grad_sum(w, indices, clip)
+
+        def clipped_loss_sum(self, w, indices, cap):
+            return self.inner.clipped_loss_sum(w, indices, cap)
+
+        def loss_value(self, w):
+            return self.inner.loss_value(w)
+
+        def loss_grad(self, w):
+            return self.inner.loss_grad(w)
+
+    (X, y), _ = neighbours(n=30)
+    inner = LinearModel("logistic", X, y)
+    model = Scaled(inner)
+    res = dp_blgd(model, epsilon=1.0, delta=1e-6, rng=0, n_public=30, query="objective", max_iter=3)
+    ref = dp_blgd(inner, epsilon=1.0, delta=1e-6, rng=0, n_public=30, query="objective", max_iter=3)
+    np.testing.assert_allclose(res.x, ref.x)
+    assert res.events == ref.events
