@@ -66,7 +66,7 @@ from ..oracles import NOISES, QUERIES, PrivateOracle, public_normalizer, run_led
 from ..result import DPResult
 from .cheb import AngleAverage, angle_between, cheb, gradient_average
 from .model import PAPER_C_GRAD, default_gradient_clip
-from .noisy_btls import candidate_steps, reset_initial_step
+from .noisy_btls import noisy_btls_step, reset_initial_step
 
 __all__ = ["LineSearchHyper", "dp_blsgd", "dp_blgd", "dp_blsgd_ac", "METHODS", "DEFAULT_ETA0", "ETA0_R2",
            "BUDGET_INCREASES"]
@@ -326,11 +326,7 @@ def _descend(model, epsilon, delta, rng, hyper: LineSearchHyper, *, method: str,
     omega = []
     stats = _Stats()
     stop, t = "max_iter", 0
-
-    def line_search(w, g, eta0, budget):
-        steps = candidate_steps(eta0, hyper.beta, hyper.max_it)
-        index = oracle.line_search(w, g, steps, alpha=hyper.alpha, budget=budget)
-        return float(steps[index]) if index >= 0 else 0.0
+    search = {"alpha": hyper.alpha, "beta": hyper.beta, "max_it": hyper.max_it}
 
     while t < hyper.max_iter:
         if not oracle.can_afford(oracle.gradient_event(rho), oracle.line_search_event(bt)):
@@ -341,7 +337,7 @@ def _descend(model, epsilon, delta, rng, hyper: LineSearchHyper, *, method: str,
         stats.gradients += 1
         eta, shrunk = 0.0, False
         while True:  # the check above covers the first search; later ones are checked below
-            eta = line_search(w, g, eta0, bt)
+            eta = noisy_btls_step(oracle, w, g, eta0=eta0, budget=bt, **search)
             stats.line_searches += 1
             if eta > 0.0:
                 break

@@ -55,6 +55,7 @@ __all__ = [
     "candidate_steps",
     "armijo_queries",
     "noisy_btls",
+    "noisy_btls_step",
     "reset_initial_step",
 ]
 
@@ -158,6 +159,18 @@ def noisy_btls(
     index = above_threshold_search(ray, steps, alpha=alpha, budget=budget, noise=noise,
                                    ledger=ledger, rng=rng, sampler=sampler, lazy=lazy)
     return _out(_pick(steps, index))
+
+
+def noisy_btls_step(oracle, w, g, *, eta0: float, budget: float, alpha: float, beta: float,
+                    max_it: int) -> float:
+    """NoisyBTLS through a :class:`~dpopt.oracles.PrivateOracle` on a fresh minibatch: the step, 0 on failure.
+
+    The candidates η₀ β^{i−1} (Algorithm 1, lines 5 and 11) are asked by the
+    oracle's AboveThreshold query (:meth:`~dpopt.oracles.PrivateOracle.line_search`).
+    """
+    steps = candidate_steps(eta0, beta, max_it)
+    index = oracle.line_search(w, g, steps, alpha=alpha, budget=budget)
+    return float(steps[index]) if index >= 0 else 0.0
 
 
 def reset_initial_step(eta0: float, chosen, varsigma: float) -> float:

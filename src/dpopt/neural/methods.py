@@ -11,7 +11,7 @@ Every iteration t:
    * ``dp-adam``: Adam (Kingma & Ba 2015, Algorithm 1, default β₁, β₂, ε̂) on g̃;
    * ``dp-blsgd``: η from NoisyBTLS (chen2020 Algorithm 1, Gaussian version) on a
      fresh Poisson minibatch, through the same :class:`~dpopt.linesearch.oracle.LineSearchOracle`
-     and :func:`~dpopt.linesearch.noisy_btls.noisy_btls` as the convex case; a failed
+     and :func:`~dpopt.linesearch.noisy_btls.noisy_btls_step` as the convex case; a failed
      search returns β^{max_it}·η₀ (§5.7: "instead of 0"), never a free retry; intelligent
      backtracking every τ iterations (§4.2).  No budget increase (CHEB is off, §5.7).
 
@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from .._validation import check_choice, check_int, check_open_unit, check_positive
-from ..linesearch.noisy_btls import reset_initial_step
+from ..linesearch.noisy_btls import noisy_btls_step, reset_initial_step
 from ..linesearch.oracle import LineSearchOracle, gradient_sigma
 from ..privacy import BudgetExceededError
 from ..privacy import events as ev
@@ -144,8 +144,8 @@ def run(model: TorchModel, method: str, *, oracle: LineSearchOracle, generator, 
                 update = (m / (1.0 - b1 ** (t + 1))) / ((v / (1.0 - b2 ** (t + 1))).sqrt() + hyper.adam_eps)
                 eta = lr
             else:
-                eta = oracle.line_search(w.cpu().double().numpy(), g.cpu().double().numpy(), eta0=eta0,
-                                         budget=rho_bt, alpha=hyper.alpha, beta=hyper.beta, max_it=hyper.max_it)
+                eta = noisy_btls_step(oracle, w.cpu().double().numpy(), g.cpu().double().numpy(), eta0=eta0,
+                                      budget=rho_bt, alpha=hyper.alpha, beta=hyper.beta, max_it=hyper.max_it)
                 if eta == 0.0:  # §5.7: the smallest step β^max_it·η₀ instead of 0
                     eta = eta0 * hyper.beta ** hyper.max_it
                 chosen.append(eta)

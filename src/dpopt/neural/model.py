@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from .._validation import check_int, check_nonnegative, check_positive
-from ..linesearch.model import PrivateModel
+from ..models import PrivateModel
 from .persample import PerSampleGradients
 
 __all__ = ["TorchModel", "LOSSES", "as_tensors"]

@@ -17,7 +17,14 @@ model implementing :class:`dpopt.models.PrivateModel`:
 
 from .ledgers import run_ledger, smallest_affordable_scale
 from .line_search import NOISES, QUERIES, Ray, above_threshold_search, armijo_queries, line_search_event
-from .normalizer import COUNT_SHARE, Normalizer, count_sigma, public_normalizer
+from .normalizer import (
+    COUNT_SHARE,
+    CountDisclosureWarning,
+    Normalizer,
+    count_sigma,
+    disclosed_count,
+    public_normalizer,
+)
 from .oracle import PrivateOracle, gaussian_sigma
 from .selection import LABELS, majority_label
 
@@ -34,6 +41,8 @@ __all__ = [
     "COUNT_SHARE",
     "count_sigma",
     "public_normalizer",
+    "disclosed_count",
+    "CountDisclosureWarning",
     "majority_label",
     "LABELS",
     "run_ledger",

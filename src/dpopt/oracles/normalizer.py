@@ -16,12 +16,18 @@ for both neighbours:
   add/remove-one) with a small share of the run's budget
   (:data:`COUNT_SHARE` of its zCDP ρ); every later use is post-processing.
 
+* ``"disclosed"`` — the data's own count, used as if public: a disclosed,
+  warned, recorded non-private step (DESIGN.md invariant 7), for callers that
+  follow the practice of treating a data set's size as known (Abadi et al.
+  2016; Opacus).  The guarantee then holds for neighbours of the same size only.
+
 The chosen normalizer is recorded in the result (``info["normalizer"]``).
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 
 from .._validation import check_int
@@ -29,7 +35,8 @@ from ..privacy import Ledger
 from ..privacy import mechanisms as mech
 from ..privacy.zcdp import rho_from_epsilon_delta
 
-__all__ = ["Normalizer", "COUNT_SHARE", "count_sigma", "public_normalizer"]
+__all__ = ["Normalizer", "COUNT_SHARE", "count_sigma", "public_normalizer", "disclosed_count",
+           "CountDisclosureWarning"]
 
 #: Share of the run's zCDP budget ρ(ε, δ) spent on the noisy record count (σ = 1/√(2·share·ρ)).
 #: At ε = 0.05, δ = 1e-8 this is σ ≈ 860 records (≈ 3 % of Adult's 30k training rows), at ε = 1 σ ≈ 43.
@@ -37,12 +44,16 @@ COUNT_SHARE = 0.02
 #: The released count is never used below this (a divisor must stay positive).
 MIN_COUNT = 1.0
 
-NORMALIZERS = ("declared", "noisy_count")
+NORMALIZERS = ("declared", "noisy_count", "disclosed")
+
+
+class CountDisclosureWarning(UserWarning):
+    """The data's own record count is used as a public normalizer (a disclosed, non-private step)."""
 
 
 @dataclass(frozen=True)
 class Normalizer:
-    """A public record count N and where it came from (``"declared"`` or ``"noisy_count"``)."""
+    """A public record count N and where it came from (``"declared"``, ``"noisy_count"``, ``"disclosed"``)."""
 
     count: float
     source: str
@@ -83,3 +94,20 @@ def public_normalizer(model, *, n_public=None, ledger: Ledger, rng, epsilon: flo
     noisy = mech.gaussian(float(model.n), sensitivity=1.0, sigma=count_sigma(epsilon, delta),
                           ledger=ledger, rng=rng)
     return Normalizer(max(float(noisy), MIN_COUNT), "noisy_count")
+
+
+def disclosed_count(model, *, stacklevel: int = 3) -> Normalizer:
+    """The model's declared ``n_public``, else its own n as a *disclosed* count (warned).
+
+    For callers that treat the data set's size as known; prefer declaring
+    ``n_public`` or :func:`public_normalizer`'s noisy count.
+    """
+    declared = getattr(model, "n_public", None)
+    if declared is not None:
+        return Normalizer(float(check_int("n_public", declared)), "declared")
+    warnings.warn(
+        f"the data's own record count (n={model.n}) normalizes released sums: it is disclosed, and "
+        "the guarantee covers neighbours of equal size only; declare n_public to avoid this",
+        CountDisclosureWarning, stacklevel=stacklevel,
+    )
+    return Normalizer(float(model.n), "disclosed")
