@@ -16,7 +16,7 @@ import sys
 __all__ = ["main", "UserError", "build_parser"]
 
 # Sub-command modules, in the order ``dpopt --help`` lists them.
-COMMANDS = ("demo", "fit", "predict", "tune", "account", "audit", "reproduce")
+COMMANDS = ("demo", "fit", "predict", "tune", "account", "audit", "reproduce", "dualavg")
 
 
 class UserError(Exception):

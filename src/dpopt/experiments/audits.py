@@ -480,6 +480,14 @@ def noisy_btls_gaussian_target() -> AuditTarget:
 DP_BLSGD_SAMPLES = 2_000
 
 
+@register("dda-node")
+def dda_node_target() -> AuditTarget:
+    """liu2024 Algorithm 1: the message one node sends, ε = 2 by the RDP accountant (replace-one)."""
+    from ..dualavg.audit import node_messages_target
+
+    return node_messages_target()
+
+
 @register("dp-blsgd")
 def dp_blsgd_target() -> AuditTarget:
     """DP-BLSGD (chen2020 Alg. 2), 2 iterations, Poisson q = 1/2, (2, 1e-5) by RDP; record beyond both clips."""

@@ -1,0 +1,176 @@
+"""``dpopt dualavg``: private distributed dual averaging (liu2024 Algorithm 1).
+
+Data: ``--shards DIR`` (``shards.json`` + ``node{i}.npz``, see
+``dpopt.dualavg.shards``) or ``--synthetic Q --dim D --nodes N`` (each node
+generates its own shard from the public seed).  ``--backend mpi`` runs one
+node per MPI rank; started outside an MPI job it launches
+``mpiexec -n N python -m dpopt.dualavg ...`` itself.  Rank 0 (or the
+simulator) prints and, with ``--out``, writes a JSON summary: the solution,
+F(x̄) (non-private diagnostic), both noise levels and the privacy record.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import traceback
+
+import numpy as np
+
+from . import UserError
+
+
+def _add_arguments(p) -> None:
+    p.add_argument("--backend", choices=("simulate", "mpi"), default="simulate")
+    p.add_argument("--shards", help="shard directory (shards.json + node{i}.npz)")
+    p.add_argument("--synthetic", type=int, metavar="Q", help="records per node of a synthetic task")
+    p.add_argument("--dim", type=int, default=20, help="features of the synthetic task")
+    p.add_argument("--nodes", type=int, help="number of nodes (synthetic data; MPI: ranks)")
+    p.add_argument("--data-seed", type=int, default=0)
+    p.add_argument("--epsilon", type=float, help="budget per record holder; omit for the non-private run")
+    p.add_argument("--delta", type=float, default=1e-5)
+    p.add_argument("--noise", choices=("accountant", "theorem1"), default="accountant")
+    p.add_argument("--delta0", type=float, default=0.01, help="Theorem 1's per-step delta")
+    p.add_argument("--lipschitz", type=float, default=1.0)
+    p.add_argument("--regularizer", choices=("l2", "l1", "none"), default="l2")
+    p.add_argument("--strength", type=float, default=5e-4)
+    p.add_argument("--schedule", choices=("strongly_convex", "convex"))
+    p.add_argument("--gamma", type=float)
+    p.add_argument("--iota", type=float, default=0.1)
+    p.add_argument("--activation", choices=("fixed", "poisson"), default="fixed")
+    p.add_argument("--edges", type=int, default=1)
+    p.add_argument("--graph", choices=("complete", "ring", "grid", "random_regular"), default="complete")
+    p.add_argument("--rounds", type=int)
+    p.add_argument("--epochs", type=float, default=3.0)
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--seed", type=int)
+    p.add_argument("--checkpoint-dir")
+    p.add_argument("--checkpoint-every", type=int)
+    p.add_argument("--resume", action="store_true")
+    p.add_argument("--out", help="write the JSON summary here")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("dualavg", help="private distributed dual averaging (simulated or on MPI)", description=__doc__)
+    _add_arguments(p)
+    p.set_defaults(func=run)
+
+
+def _in_mpi_job() -> bool:
+    return any(k in os.environ for k in ("PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "PMI_SIZE"))
+
+
+def _data(args):
+    from ..dualavg import shards as sh
+
+    if args.shards:
+        index = sh.read_index(args.shards)
+        return sh.shard_loader(args.shards), index["sizes"]
+    if args.synthetic is None or args.nodes is None:
+        raise UserError("give --shards DIR, or --synthetic Q with --nodes N")
+    sizes = [args.synthetic] * args.nodes
+
+    def load(i):
+        return sh.synthetic_shard(i, size=args.synthetic, dim=args.dim, seed=args.data_seed)
+
+    return load, sizes
+
+
+def _launch(args, argv) -> int:
+    from ..dualavg.shards import read_index
+
+    n = args.nodes if args.shards is None else len(read_index(args.shards)["sizes"])
+    if n is None:
+        raise UserError("--backend mpi needs --nodes N (or --shards DIR)")
+    mpiexec = shutil.which("mpiexec", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    if mpiexec is None:
+        raise UserError("mpiexec not found: pip install 'dpopt[mpi]' (mpi4py and the MPICH wheel)")
+    return subprocess.call([mpiexec, "-n", str(n), sys.executable, "-m", "dpopt.dualavg", *argv])
+
+
+def run(args, argv=None) -> int:
+    if args.backend == "mpi" and not _in_mpi_job():
+        return _launch(args, sys.argv[2:] if argv is None else argv)
+    from ..dualavg import minimize
+
+    load, sizes = _data(args)
+    comm = None
+    if args.backend == "mpi":
+        from ..dualavg.mpi import MPIComm
+
+        comm = MPIComm(len(sizes))
+    try:
+        res = minimize(
+            load,
+            sizes=sizes,
+            epsilon=args.epsilon,
+            delta=args.delta,
+            noise=args.noise,
+            delta0=args.delta0,
+            lipschitz=args.lipschitz,
+            regularizer=args.regularizer,
+            strength=args.strength,
+            schedule=args.schedule,
+            gamma=args.gamma,
+            iota=args.iota,
+            activation=args.activation,
+            edges=args.edges,
+            graph=args.graph,
+            rounds=args.rounds,
+            epochs=args.epochs,
+            batch=args.batch,
+            seed=args.seed,
+            backend=args.backend,
+            checkpoint_dir=args.checkpoint_dir,
+            checkpoint_every=args.checkpoint_every,
+            resume=args.resume,
+            comm=comm,
+        )
+    except Exception:
+        if comm is None:
+            raise
+        # a failing rank takes the whole job down: never a silent partial model
+        sys.stderr.write(f"dpopt dualavg: rank {comm.rank} failed:\n{traceback.format_exc()}")
+        sys.stderr.flush()
+        comm.abort(1)
+        raise
+    if comm is not None and not comm.is_root:
+        return 0
+    summary = {
+        "method": res.method,
+        "x": np.asarray(res.x).tolist(),
+        "objective_nonprivate": res.fun,
+        "rounds": res.nit,
+        "sigma": res.info["sigma"],
+        "noise_report": res.info["noise_report"],
+        "privacy": res.privacy_record() if res.guarantee != "none" else None,
+        "backend": args.backend,
+    }
+    text = json.dumps(summary, indent=2, default=float)
+    if args.out:
+        tmp = args.out + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, args.out)
+    print(f"{res.method}: F(x_bar) = {res.fun:.6g} after {res.nit} rounds, sigma = {res.info['sigma']:.6g}", end="")
+    print(
+        "" if res.guarantee == "none" else f", (epsilon, delta) = ({res.epsilon:.6g}, {res.delta:g}) per record holder"
+    )
+    return 0
+
+
+def main(argv=None) -> int:
+    """``python -m dpopt.dualavg``: the same command without the ``dpopt`` prefix."""
+    parser = argparse.ArgumentParser(prog="python -m dpopt.dualavg", description=__doc__)
+    _add_arguments(parser)
+    argv = sys.argv[1:] if argv is None else argv
+    args = parser.parse_args(argv)
+    try:
+        return run(args, argv)
+    except UserError as exc:
+        print(f"dpopt dualavg: error: {exc}", file=sys.stderr)
+        return 2

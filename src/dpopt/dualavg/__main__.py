@@ -1,0 +1,5 @@
+import sys
+
+from ..cli.dualavg import main
+
+sys.exit(main())
