@@ -120,3 +120,10 @@ register(Experiment(
     "Chen & Lee (2020) §5: private line search (DP-BLSGD, DP-BLGD) against DP-SGD, DP-AGD and others",
     "dpopt.experiments.chen2020",
 ))
+register(Experiment(
+    "kusner2015",
+    "Kusner et al. (2015) §6: the multi-task GP likelihood of k1 (Figure 1) and private hyper-parameter tuning",
+    "dpopt.experiments.kusner2015",
+    parallel=False,
+    requires=("matplotlib", "sklearn"),
+))
