@@ -12,14 +12,25 @@ repetition (see :mod:`dpopt.privacy.ledger`).
 Subsampling: pass the sampler that drew the data (``sampler=...``); the
 charged event is then the amplified ``Subsampled`` event of that sampler's
 scheme (invariant 6).
+
+Floating-point safety: ``secure_noise=True`` on :func:`release`,
+:func:`laplace` and :func:`gaussian` releases on a power-of-two grid with
+exact discrete Laplace / discrete Gaussian noise from the operating system's
+CSPRNG (:mod:`dpopt.privacy.secure`), so the low-order bits of the result
+carry nothing about the data (Mironov 2012).  The charged event is then the
+discrete one, with the grid's integer sensitivity and the same ε (Laplace) or
+noise multiplier (Gaussian) as asked; the generator ``rng`` is not used.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from .._validation import check_finite_array, check_positive
 from . import events as ev
+from . import secure
 from .ledger import Ledger
 
 __all__ = [
@@ -85,14 +96,38 @@ def _draw_vector_laplace(rng: np.random.Generator, scale: float, shape: tuple) -
     return radius * direction
 
 
-def release(value, event: ev.Event, *, ledger: Ledger, rng: np.random.Generator, sampler=None):
+def _secure_release(value: np.ndarray, event: ev.Event, ledger, sampler) -> np.ndarray:
+    """g·(round(value/g) + exact discrete noise), charging the discrete event first (module docstring)."""
+    d = max(value.size, 1)
+    if isinstance(event, ev.Laplace):
+        grid = secure.grid_for(event.sensitivity, d)
+        sensitivity = secure.l1_grid_sensitivity(event.sensitivity, grid, d)
+        # same ε = Δ/b as asked: scale in grid units Δ_int·b/Δ (≥ b/g)
+        discrete = ev.DiscreteLaplace(event.scale / event.sensitivity * sensitivity, sensitivity)
+    else:
+        grid = secure.grid_for(event.sensitivity, math.sqrt(d))
+        sensitivity = secure.l2_grid_sensitivity(event.sensitivity, grid, d)
+        discrete = ev.DiscreteGaussian(event.noise_multiplier * sensitivity, sensitivity)
+    snapped = secure.snap_to_grid(value, grid)  # validates the range before anything is charged
+    _charge(discrete, ledger, sampler)
+    if isinstance(discrete, ev.DiscreteLaplace):
+        noise = secure.discrete_laplace_array(discrete.scale, value.shape)
+    else:
+        noise = secure.discrete_gaussian_array(discrete.sigma, value.shape)
+    return (snapped + noise) * grid
+
+
+def release(
+    value, event: ev.Event, *, ledger: Ledger, rng: np.random.Generator, sampler=None, secure_noise: bool = False
+):
     """Add the noise an additive-noise ``event`` describes to ``value``, after charging it.
 
     ``event`` is a :class:`~dpopt.privacy.events.Laplace` (i.i.d. per
     coordinate), :class:`~dpopt.privacy.events.Gaussian` (i.i.d. per
     coordinate) or :class:`~dpopt.privacy.events.VectorLaplace` (over the last
     axis).  The keyword forms :func:`laplace`, :func:`gaussian` and
-    :func:`vector_laplace` build the event for you.
+    :func:`vector_laplace` build the event for you.  ``secure_noise=True``
+    (Laplace and Gaussian) releases on a grid with exact discrete noise (module docstring).
     """
     value = check_finite_array("value", value)
     check_rng(rng)
@@ -100,6 +135,10 @@ def release(value, event: ev.Event, *, ledger: Ledger, rng: np.random.Generator,
         raise ValueError("vector_laplace needs a value with at least one axis (the vector)")
     if not isinstance(event, ev.Laplace | ev.Gaussian | ev.VectorLaplace):
         raise TypeError(f"release adds Laplace, Gaussian or VectorLaplace noise, got {type(event).__name__}")
+    if secure_noise:
+        if isinstance(event, ev.VectorLaplace):
+            raise ValueError("secure_noise is available for Laplace and Gaussian noise, not VectorLaplace")
+        return _secure_release(value, event, ledger, sampler)
     _charge(event, ledger, sampler)
     if isinstance(event, ev.Laplace):
         return value + rng.laplace(0.0, event.scale, size=value.shape)
@@ -108,20 +147,34 @@ def release(value, event: ev.Event, *, ledger: Ledger, rng: np.random.Generator,
     return value + _draw_vector_laplace(rng, event.scale, value.shape)
 
 
-def laplace(value, *, sensitivity: float, ledger: Ledger, rng, scale=None, epsilon=None, sampler=None):
+def laplace(
+    value, *, sensitivity: float, ledger: Ledger, rng, scale=None, epsilon=None, sampler=None, secure_noise=False
+):
     """``value`` + i.i.d. Laplace(scale) per coordinate; ε = sensitivity/scale for L1 ``sensitivity``.
 
     Give either ``scale`` or ``epsilon`` (then scale = sensitivity/ε).
+    ``secure_noise=True``: exact discrete Laplace on a grid instead (module docstring).
     """
     sensitivity = check_positive("sensitivity", sensitivity)
     event = ev.Laplace(_scale_from(scale, epsilon, sensitivity), sensitivity)
-    return release(value, event, ledger=ledger, rng=rng, sampler=sampler)
+    return release(value, event, ledger=ledger, rng=rng, sampler=sampler, secure_noise=secure_noise)
 
 
-def gaussian(value, *, sensitivity: float, ledger: Ledger, rng, sigma=None, noise_multiplier=None, sampler=None):
+def gaussian(
+    value,
+    *,
+    sensitivity: float,
+    ledger: Ledger,
+    rng,
+    sigma=None,
+    noise_multiplier=None,
+    sampler=None,
+    secure_noise=False,
+):
     """``value`` + i.i.d. N(0, σ²) per coordinate for a query of L2 ``sensitivity``.
 
     Give either the absolute ``sigma`` or ``noise_multiplier`` (σ = multiplier·sensitivity).
+    ``secure_noise=True``: exact discrete Gaussian on a grid instead (module docstring).
     """
     sensitivity = check_positive("sensitivity", sensitivity)
     if (sigma is None) == (noise_multiplier is None):
@@ -129,7 +182,7 @@ def gaussian(value, *, sensitivity: float, ledger: Ledger, rng, sigma=None, nois
     if sigma is None:
         sigma = check_positive("noise_multiplier", noise_multiplier) * sensitivity
     event = ev.Gaussian(check_positive("sigma", sigma), sensitivity)
-    return release(value, event, ledger=ledger, rng=rng, sampler=sampler)
+    return release(value, event, ledger=ledger, rng=rng, sampler=sampler, secure_noise=secure_noise)
 
 
 def vector_laplace(value, *, sensitivity: float, ledger: Ledger, rng, scale=None, epsilon=None, sampler=None):
