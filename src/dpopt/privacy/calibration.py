@@ -19,10 +19,12 @@ Every function validates its arguments and names the offending one.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 from scipy import optimize, special
 
 from .. import _validation as val
+from . import events as ev
 from . import rdp
 from .pure import invert_amplification
 
@@ -31,6 +33,8 @@ __all__ = [
     "calibrate_noise_multiplier",
     "analytic_gaussian_sigma",
     "gaussian_delta",
+    "calibrate_noise",
+    "NoiseCalibration",
     "calibrate_laplace_scale",
     "kuru2022_step_epsilon",
     "kuru2022_laplace_scale",
@@ -270,3 +274,146 @@ def calibrate_sigma_for(make_event, epsilon: float, delta: float, *, start: floa
         start=val.check_positive("start", start),
         name="sigma",
     )
+
+
+# --------------------------------------------------------------------------- by the tightest accountant
+
+
+class NoiseCalibration(NamedTuple):
+    """A calibrated noise scale, the accountant that certified it and the ε it reports there."""
+
+    scale: float
+    accountant: str
+    epsilon: float
+
+
+_NOISES = ("gaussian", "laplace")
+_CALIBRATION_ACCOUNTANTS = ("best", "pure", "rdp", "pld")
+# Relative width of the final bracket of a numerical calibration.
+_CALIBRATION_RTOL = 1e-5
+
+
+def _noise_event(noise: str, scale: float, sensitivity: float, steps: int, rate: float, scheme: str) -> ev.Event:
+    base = ev.Gaussian(scale, sensitivity) if noise == "gaussian" else ev.Laplace(scale, sensitivity)
+    step = base if rate == 1.0 else ev.Subsampled(base, rate, scheme)
+    return step if steps == 1 else ev.SelfComposed(step, steps)
+
+
+def _smallest_scale(eps_of, epsilon: float, start: float) -> float:
+    """Smallest scale (to relative ``_CALIBRATION_RTOL``) with ``eps_of(scale) <= epsilon``, verified.
+
+    ε is non-increasing in the noise scale for every accountant here; the
+    bracket is found by doubling/halving from ``start`` and narrowed by
+    bisection in log scale.  The returned (upper) end always passes.
+    """
+    hi = start
+    for _ in range(200):
+        if eps_of(hi) <= epsilon:
+            break
+        hi *= 2.0
+    else:
+        raise ValueError(f"the target epsilon={epsilon:g} is not reachable with a noise scale below {hi:g}")
+    lo = hi / 2.0
+    for _ in range(200):
+        if eps_of(lo) > epsilon:
+            break
+        hi, lo = lo, lo / 2.0
+    else:
+        raise ValueError("the target is met with any noise scale; delta is too large for this setting")
+    while hi / lo > 1.0 + _CALIBRATION_RTOL:
+        mid = math.sqrt(lo * hi)
+        if eps_of(mid) <= epsilon:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def _calibrate_with(name, epsilon, delta, noise, steps, rate, scheme, sensitivity, discretization):
+    """The scale certified by one accountant, or None when that accountant does not apply."""
+    from .pld import PLDAccountant  # pld imports calibration's neighbours; keep the import local
+
+    if name == "pure":
+        if noise != "laplace":
+            return None
+        return calibrate_laplace_scale(epsilon, sensitivity=sensitivity, steps=steps, rate=rate)
+    if delta == 0.0:
+        return None
+    if name == "rdp" and noise == "gaussian" and (rate == 1.0 or scheme == ev.POISSON):
+        return calibrate_gaussian_sigma(epsilon, delta, steps=steps, rate=rate, sensitivity=sensitivity)
+    if name == "rdp" and noise == "gaussian":
+        return None  # no RDP bound for Gaussian noise under sampling without replacement
+
+    def eps_of(scale: float) -> float:
+        event = _noise_event(noise, scale, sensitivity, steps, rate, scheme)
+        acc = rdp.RDPAccountant() if name == "rdp" else PLDAccountant(discretization)
+        return acc.compose(event).get_epsilon(delta)
+
+    start = sensitivity * max(1.0, rate * math.sqrt(steps * 2.0 * math.log(1.25 / delta)) / epsilon)
+    return _smallest_scale(eps_of, epsilon, start)
+
+
+def calibrate_noise(
+    epsilon: float,
+    delta: float = 0.0,
+    *,
+    noise: str = "gaussian",
+    steps: int = 1,
+    rate: float = 1.0,
+    scheme: str = ev.POISSON,
+    sensitivity: float = 1.0,
+    accountant: str = "best",
+    discretization: float = 1e-3,
+) -> NoiseCalibration:
+    """Smallest noise scale for which ``steps`` (subsampled) releases are (ε, δ)-DP, and who says so.
+
+    ``noise`` is ``"gaussian"`` (the scale is σ) or ``"laplace"`` (the scale
+    is b); ``rate``/``scheme`` describe the subsampling of each release as in
+    :class:`~dpopt.privacy.events.Subsampled`.  ``accountant``:
+
+    * ``"pure"`` — Laplace only, exact pure-DP composition with amplification
+      (:func:`calibrate_laplace_scale`; δ is not used);
+    * ``"rdp"`` — the RDP accountant (:func:`calibrate_gaussian_sigma` for
+      Poisson-subsampled Gaussian noise);
+    * ``"pld"`` — the PLD accountant at grid ``discretization``: its
+      pessimistic ε is a proven upper bound at every grid, so the scale is
+      certified at any grid (a coarser grid gives a slightly larger scale);
+    * ``"best"`` (default) — every accountant that applies, and the smallest scale.
+
+    ε is non-increasing in the scale, so the scale is found by bisection to a
+    relative 1e-5 and the returned scale is one at which the accountant's ε
+    is verified ≤ ``epsilon``.
+    """
+    epsilon = val.check_positive("epsilon", epsilon)
+    delta = val.check_delta("delta", delta)
+    val.check_choice("noise", noise, _NOISES)
+    steps = val.check_int("steps", steps, minimum=1)
+    rate = val.check_rate("rate", rate)
+    val.check_choice("scheme", scheme, (ev.POISSON, ev.WITHOUT_REPLACEMENT))
+    sensitivity = val.check_positive("sensitivity", sensitivity)
+    val.check_choice("accountant", accountant, _CALIBRATION_ACCOUNTANTS)
+    if noise == "gaussian" and delta == 0.0:
+        raise ValueError("delta must be in (0, 1) for Gaussian noise")
+    names = ("pure", "rdp", "pld") if accountant == "best" else (accountant,)
+    found = []
+    for name in names:
+        scale = _calibrate_with(name, epsilon, delta, noise, steps, rate, scheme, sensitivity, discretization)
+        if scale is not None:
+            found.append((scale, name))
+    if not found:
+        raise ValueError(f"accountant={accountant!r} does not apply to {noise} noise with delta={delta:g}")
+    scale, name = min(found)
+    return NoiseCalibration(float(scale), name, _reported_epsilon(name, scale, delta, noise, steps, rate, scheme,
+                                                                 sensitivity, discretization))
+
+
+def _reported_epsilon(name, scale, delta, noise, steps, rate, scheme, sensitivity, discretization) -> float:
+    from .pld import PLDAccountant
+
+    event = _noise_event(noise, scale, sensitivity, steps, rate, scheme)
+    if name == "pure":
+        from .pure import pure_epsilon
+
+        return float(pure_epsilon(event))
+    acc = rdp.RDPAccountant() if name == "rdp" else PLDAccountant(discretization)
+    return float(acc.compose(event).get_epsilon(delta))
