@@ -57,17 +57,16 @@ def check_module(module) -> nn.Module:
 
 
 # -- per-layer rules ----------------------------------------------------------------------
-# A rule turns one call's (input, output backprop) into (a) per-example squared norms and
-# (b) the clip-weighted sum of per-example gradients, one tensor per parameter in the
-# layer's parameter order.  ``per_example`` materializes (for tests and shared layers).
-
-def _tokens(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(batch, T, features) views of a Linear's input and output backprop."""
-    return a.reshape(a.shape[0], -1, a.shape[-1]), b.reshape(b.shape[0], -1, b.shape[-1])
-
+# A rule turns one call's (input a, output backprop b) into a state (``prepare``), from which it
+# gives (a) per-example squared norms and (b) the clip-weighted sum of per-example gradients,
+# one tensor per trainable parameter in the layer's order; ``per_example`` materializes them.
 
 class _MatmulRule:
-    """Layers whose weight gradient is Σ_t b_t a_tᵀ over tokens t (Linear; Conv2d after unfold)."""
+    """Layers whose weight gradient is Σ_t b_t a_tᵀ over tokens t (Linear; Conv2d after unfold).
+
+    Tokens are kept feature-major, a → (batch, d_in, T) and b → (batch, d_out, T), which is
+    how ``unfold`` returns patches and a free view for a Linear, so no layout copy is made.
+    """
 
     def __init__(self, layer):
         self.layer = layer
@@ -75,62 +74,86 @@ class _MatmulRule:
         self.has_weight = layer.weight.requires_grad
 
     def tokens(self, a, b):
-        return _tokens(a, b)
+        return (a.reshape(a.shape[0], -1, a.shape[-1]).transpose(1, 2),
+                b.reshape(b.shape[0], -1, b.shape[-1]).transpose(1, 2))
 
-    def sq_norms(self, a, b) -> torch.Tensor:
+    def prepare(self, a, b) -> dict:
         a, b = self.tokens(a, b)
+        state = {"a": a, "b": b, "grads": None}
+        t, din, dout = a.shape[2], a.shape[1], b.shape[1]
+        if self.has_weight and t > 1 and t * t > din * dout:  # materializing is cheaper than the ghost norm
+            state["grads"] = self.per_example_of(a, b)
+        return state
+
+    def per_example_of(self, a, b) -> list[torch.Tensor]:
+        out = []
+        if self.has_weight:
+            out.append(torch.bmm(b, a.transpose(1, 2)).reshape((a.shape[0],) + self.layer.weight.shape))
+        if self.has_bias:
+            out.append(b.sum(2))
+        return out
+
+    def per_example(self, state) -> list[torch.Tensor]:
+        return state["grads"] if state["grads"] is not None else self.per_example_of(state["a"], state["b"])
+
+    def sq_norms(self, state) -> torch.Tensor:
+        if state["grads"] is not None:
+            return _sq(state["grads"])
+        a, b = state["a"], state["b"]
         total = torch.zeros(a.shape[0], dtype=a.dtype, device=a.device)
         if self.has_weight:
-            t, din, dout = a.shape[1], a.shape[2], b.shape[2]
-            if t == 1:
+            if a.shape[2] == 1:  # ‖b‖²‖a‖²
                 total = total + a.square().sum((1, 2)) * b.square().sum((1, 2))
-            elif t * t <= din * dout:  # ghost norm: <a aᵀ, b bᵀ> costs T²(din + dout)
-                total = total + (torch.bmm(a, a.transpose(1, 2)) * torch.bmm(b, b.transpose(1, 2))).sum((1, 2))
-            else:  # materialize: T·din·dout per example
-                total = total + torch.bmm(b.transpose(1, 2), a).square().sum((1, 2))
+            else:  # ghost norm ⟨aᵀa, bᵀb⟩ over token pairs: T²(d_in + d_out) per example
+                total = total + (torch.bmm(a.transpose(1, 2), a) * torch.bmm(b.transpose(1, 2), b)).sum((1, 2))
         if self.has_bias:
-            total = total + b.sum(1).square().sum(1)
+            total = total + b.sum(2).square().sum(1)
         return total
 
-    def weighted(self, a, b, c) -> list[torch.Tensor]:
-        a, b = self.tokens(a, b)
+    def weighted(self, state, c) -> list[torch.Tensor]:
+        if state["grads"] is not None:
+            return [torch.tensordot(c, g, dims=1) for g in state["grads"]]
+        a, b = state["a"], state["b"]
         out = []
         cb = b * c[:, None, None]
         if self.has_weight:
-            w = cb.reshape(-1, cb.shape[-1]).t() @ a.reshape(-1, a.shape[-1])
+            if a.shape[2] == 1:
+                w = cb[:, :, 0].t() @ a[:, :, 0]
+            else:
+                w = torch.einsum("bot,bit->oi", cb, a)
             out.append(w.reshape(self.layer.weight.shape))
         if self.has_bias:
-            out.append(cb.sum((0, 1)))
+            out.append(cb.sum((0, 2)))
         return out
 
-    def per_example(self, a, b) -> list[torch.Tensor]:
-        a, b = self.tokens(a, b)
-        out = []
-        if self.has_weight:
-            g = torch.bmm(b.transpose(1, 2), a)
-            out.append(g.reshape((a.shape[0],) + self.layer.weight.shape))
-        if self.has_bias:
-            out.append(b.sum(1))
-        return out
+
+def _sq(grads) -> torch.Tensor:
+    return sum(g.reshape(g.shape[0], -1).square().sum(1) for g in grads)
 
 
 class _Conv2dRule(_MatmulRule):
-    """Conv2d as a Linear over unfolded patches: a → (batch, L, C_in·k_h·k_w), b → (batch, L, C_out)."""
+    """Conv2d as a Linear over unfolded patches: a → (batch, C_in·k_h·k_w, L), b → (batch, C_out, L)."""
 
     def tokens(self, a, b):
         m = self.layer
         u = F.unfold(a, m.kernel_size, dilation=m.dilation, padding=m.padding, stride=m.stride)
-        return u.transpose(1, 2), b.reshape(b.shape[0], b.shape[1], -1).transpose(1, 2)
+        return u, b.reshape(b.shape[0], b.shape[1], -1)
 
 
 class _MaterializeRule:
-    """Rules that form per-example gradients of a (small) layer, then norm and weight them."""
+    """Rules that form per-example gradients of a (small) layer once, then norm and weight them."""
 
-    def sq_norms(self, a, b) -> torch.Tensor:
-        return sum(g.reshape(g.shape[0], -1).square().sum(1) for g in self.per_example(a, b))
+    def prepare(self, a, b) -> dict:
+        return {"grads": self.per_example_of(a, b)}
 
-    def weighted(self, a, b, c) -> list[torch.Tensor]:
-        return [torch.tensordot(c, g, dims=1) for g in self.per_example(a, b)]
+    def per_example(self, state) -> list[torch.Tensor]:
+        return state["grads"]
+
+    def sq_norms(self, state) -> torch.Tensor:
+        return _sq(state["grads"])
+
+    def weighted(self, state, c) -> list[torch.Tensor]:
+        return [torch.tensordot(c, g, dims=1) for g in state["grads"]]
 
 
 class _NormRule(_MaterializeRule):
@@ -146,7 +169,7 @@ class _NormRule(_MaterializeRule):
             return F.layer_norm(a, m.normalized_shape, eps=m.eps)
         return F.group_norm(a, m.num_groups, eps=m.eps)
 
-    def per_example(self, a, b) -> list[torch.Tensor]:
+    def per_example_of(self, a, b) -> list[torch.Tensor]:
         m = self.layer
         if isinstance(m, nn.LayerNorm):
             shape = (a.shape[0], -1) + tuple(m.normalized_shape)
@@ -168,7 +191,7 @@ class _GenericRule(_MaterializeRule):
         self.layer = layer
         self.names = [name for name, p in layer.named_parameters() if p.requires_grad]
 
-    def per_example(self, a, b) -> list[torch.Tensor]:
+    def per_example_of(self, a, b) -> list[torch.Tensor]:
         from torch.func import functional_call, grad, vmap
 
         params = {name: p.detach() for name, p in self.layer.named_parameters() if name in self.names}
@@ -190,6 +213,11 @@ def _rule_for(layer):
     if isinstance(layer, nn.LayerNorm | nn.GroupNorm):
         return _NormRule(layer)
     return _GenericRule(layer)
+
+
+def _summed(rule, states) -> list[torch.Tensor]:
+    """Per-example gradients of a layer summed over its calls (shared weights)."""
+    return [sum(gs) for gs in zip(*(rule.per_example(state) for state in states), strict=True)]
 
 
 # -- the engine ---------------------------------------------------------------------------
@@ -247,7 +275,8 @@ class PerSampleGradients:
         backs = torch.autograd.grad(losses.sum(), outputs, allow_unused=True)
         per_layer: dict[int, list] = {}
         for (index, a, out), b in zip(calls, backs, strict=True):
-            per_layer.setdefault(index, []).append((a, torch.zeros_like(out) if b is None else b))
+            state = self.layers[index][1].prepare(a, torch.zeros_like(out) if b is None else b)
+            per_layer.setdefault(index, []).append(state)
         return losses.detach(), per_layer
 
     def _chunks(self, n: int):
@@ -259,10 +288,9 @@ class PerSampleGradients:
         for index, pairs in per_layer.items():
             rule = self.layers[index][1]
             if len(pairs) == 1:
-                sq = rule.sq_norms(*pairs[0])
+                sq = rule.sq_norms(pairs[0])
             else:  # a layer called more than once (shared weights): sum per-example grads over calls
-                grads = [sum(gs) for gs in zip(*(rule.per_example(a, b) for a, b in pairs), strict=True)]
-                sq = sum(g.reshape(g.shape[0], -1).square().sum(1) for g in grads)
+                sq = _sq(_summed(rule, pairs))
             total = sq if total is None else total + sq
         return total
 
@@ -286,7 +314,7 @@ class PerSampleGradients:
                 if pairs is None:
                     grads += [torch.zeros((s.stop - s.start,) + p.shape, dtype=p.dtype, device=p.device) for p in ps]
                     continue
-                grads += [sum(gs) for gs in zip(*(rule.per_example(a, b) for a, b in pairs), strict=True)]
+                grads += _summed(rule, pairs)
             chunks.append(grads)
         return [torch.cat(parts) for parts in zip(*chunks, strict=True)]
 
@@ -310,11 +338,8 @@ class PerSampleGradients:
                 size = sum(p.numel() for p in ps)
                 pairs = per_layer.get(index)
                 if pairs is not None:
-                    for a, b in pairs:
-                        if len(pairs) == 1:
-                            parts = rule.weighted(a, b, weight)
-                        else:
-                            parts = [torch.tensordot(weight, g, dims=1) for g in rule.per_example(a, b)]
+                    for state in pairs:
+                        parts = rule.weighted(state, weight)
                         flat[offset:offset + size] += torch.cat([g.reshape(-1) for g in parts])
                 offset += size
         return flat, torch.cat(losses) if losses else torch.zeros(0)
