@@ -496,6 +496,14 @@ def dp_blsgd_target() -> AuditTarget:
     return dp_blsgd_audit_target(samples=DP_BLSGD_SAMPLES)
 
 
+@register("neural-dp-sgd")
+def neural_dp_sgd_target() -> AuditTarget:
+    """DP-SGD on a 2-2-1 tanh network (dpopt.neural), one iteration, Poisson q = 1/2, C = 1, (2, 1e-5) by RDP."""
+    from ..neural.audit import dp_sgd_audit_target
+
+    return dp_sgd_audit_target()
+
+
 # --------------------------------------------------------------------------- piecewise (han2014)
 
 
