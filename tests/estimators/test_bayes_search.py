@@ -97,3 +97,18 @@ def test_bad_input(data, kwargs, match):
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         with pytest.raises(ValueError, match=match):
             search.fit(X, y)
+
+
+def test_approximate_dp_estimator_composes_by_rdp(data):
+    """(ε, δ) training runs (dp-blsgd) and the pure releases compose on one RDP ledger under add/remove."""
+    X, y = data
+    search = DPBayesSearchCV(DPLogisticRegression(epsilon=0.5, delta=1e-6, method="dp-blsgd", data_norm=1.0),
+                             {"regularization": (1e-4, 1e-1, "log")}, epsilon=1.0, n_iter=3, n_candidates=8,
+                             random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        search.fit(X, y)
+    book = search.ledger_
+    assert book.notion == "rdp" and book.relation == "add_remove" and book.delta == pytest.approx(4e-6)
+    # RDP composition of 4 fits + 2 releases stays within (and below) the basic-composition budget
+    assert 1.0 < search.privacy_["epsilon"] < 4 * 0.5 + 1.0

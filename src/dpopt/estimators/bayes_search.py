@@ -287,8 +287,8 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
             return Ledger(epsilon, relation="replace_one")
         est_eps = float(self.estimator.get_params()["epsilon"])
         est_delta = float(self.estimator.get_params().get("delta", 0.0))
-        if est_delta > 0:
-            return Ledger(epsilon + fits * est_eps, fits * est_delta, "rdp", relation="replace_one")
+        if est_delta > 0:  # the (ε, δ) methods of the line-search family hold under add/remove
+            return Ledger(epsilon + fits * est_eps, fits * est_delta, "rdp", relation="add_remove")
         return Ledger(epsilon + fits * est_eps, relation="replace_one")
 
     @staticmethod
