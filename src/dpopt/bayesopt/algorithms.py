@@ -75,21 +75,19 @@ def run_ucb(objective: Callable[[int], float], gp: FiniteGP, n_iter: int, delta:
 def _open_ledger(ledger, epsilon: float) -> Ledger:
     """The ledger the releases charge: a new one, a child of ``ledger``, or ``ledger`` itself.
 
-    Without ``Ledger.child`` the whole ε of the releases is checked up front
-    (as one pure-ε event, never cheaper than its parts), so that a budget too
-    small for the second release refuses before the first is drawn.
+    The whole ε of the releases is checked up front (as one pure-ε event,
+    never cheaper than its parts), so that a budget too small for the second
+    release refuses before the first is drawn.
     """
     if ledger is None:
         return Ledger(epsilon, relation=RELATION)
     mech.check_ledger(ledger)
-    if hasattr(ledger, "child"):
-        return ledger.child(epsilon)
     if not ledger.can_afford(ev.PureDP(epsilon)):
         raise BudgetExceededError(
             f"the releases need epsilon={epsilon:.6g} but the ledger has {ledger.remaining().epsilon:.6g} "
             "left; nothing was released"
         )
-    return ledger
+    return ledger.child(epsilon) if hasattr(ledger, "child") else ledger
 
 
 def _batch(values: np.ndarray, repetitions: int | None) -> np.ndarray:
