@@ -49,6 +49,13 @@ class DataPass:
         self.n, self.d = objective.X.shape
 
     # -- gradients ------------------------------------------------------------------------
+    def grad_sum(self, W: np.ndarray, idx: np.ndarray | None = None) -> np.ndarray:
+        """Σ_{i∈B_r} ∇f(w_r; x_i, y_i) for each row w_r of W (R, d): :meth:`mean_grad` times |B_r|."""
+        if idx is None:
+            return self.objective.loss_grad_sum(W)
+        self._check_idx(W, idx)
+        return self._minibatch_grad_sum(W, idx)
+
     def mean_grad(self, W: np.ndarray, idx: np.ndarray | None = None) -> np.ndarray:
         """(1/|B_r|) Σ_{i∈B_r} ∇f(w_r; x_i, y_i) for each row w_r of W (R, d).
 
@@ -57,16 +64,20 @@ class DataPass:
         """
         if idx is None:
             return self.objective.loss_grad(W)
+        self._check_idx(W, idx)
+        return self._minibatch_grad_sum(W, idx) / idx.shape[1]
+
+    @staticmethod
+    def _check_idx(W, idx):
         if idx.ndim != 2 or idx.shape[0] != W.shape[0]:
             raise ValueError(f"idx must have shape (R, m) with R={W.shape[0]}, got {idx.shape}")
-        return self._minibatch_grad(W, idx)
 
-    def _minibatch_grad(self, W, idx):
+    def _minibatch_grad_sum(self, W, idx):
         X, y = self.objective.pass_data
         X, y = X[idx], y[idx]  # (R, m, d), (R, m)
         z = np.matmul(X, W.astype(X.dtype)[:, :, None])[:, :, 0]
         s = self.objective.loss.dphi(z, y)  # ∇f_i = s_i x_i
-        return np.matmul(s[:, None, :], X)[:, 0, :].astype(np.float64) / idx.shape[1]
+        return np.matmul(s[:, None, :], X)[:, 0, :].astype(np.float64)
 
     # -- values -----------------------------------------------------------------------------
     def value(self, W: np.ndarray) -> np.ndarray:

@@ -6,11 +6,13 @@
 
 where B_t is drawn by a :class:`~dpopt.privacy.FixedSizeSampler` (m of n
 records without replacement, afresh for every repetition and iteration;
-m = n is the full batch) and η_t is released through
-:func:`dpopt.privacy.mechanisms.laplace`, which charges the amplified event
+m = n is the full batch) and η_t is released by the shared private gradient
+step of :class:`dpopt.oracles.PrivateOracle` (noise on the mean,
+``noisy_sum(..., mean=True)``), which charges the amplified event
 ``Subsampled(Laplace(b_t, S₁/m), m/n, "without_replacement")`` to the pure-DP
-ledger (replace-one relation) *before* drawing the noise.  The regularizer h
-is data-independent and added after the noise.
+ledger (replace-one relation) *before* drawing the noise.  The data are seen
+by the oracle through the model contract (:class:`ProjectedData`).  The
+regularizer h is data-independent and added after the noise.
 
 Sensitivity (kuru2022 eq. (5.2), Assumption 3.2): for a margin loss with
 |φ'| ≤ 1, ‖∇f(x; u, z)‖₁ ≤ ‖u‖₁, so replacing one record changes a per-example
@@ -29,12 +31,14 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_int, check_positive
+from ..models import PrivateModel
 from ..objectives import LinearLoss, Objective, lipschitz_bound, project_rows
+from ..oracles import Normalizer, PrivateOracle
 from ..privacy import FixedSizeSampler, Ledger
-from ..privacy import mechanisms as mech
+from ..privacy import events as ev
 from .datapass import DataPass
 
-__all__ = ["PrivateGradientOracle", "NonPrivateGradientOracle", "l1_sensitivity"]
+__all__ = ["PrivateGradientOracle", "NonPrivateGradientOracle", "ProjectedData", "l1_sensitivity"]
 
 def l1_sensitivity(loss: LinearLoss, feature_bound: float) -> float:
     """S₁ = 2·sup|φ'|·sup‖u‖₁: replace-one L1 sensitivity of a per-example gradient, eq. (5.2)."""
@@ -44,6 +48,59 @@ def l1_sensitivity(loss: LinearLoss, feature_bound: float) -> float:
             f"the {loss.name} loss has unbounded gradients; its L1 sensitivity is infinite"
         )
     return 2.0 * bound
+
+
+class ProjectedData(PrivateModel):
+    """The accelerated family's data pass behind the model contract of :mod:`dpopt.models`.
+
+    Every row lies in the L1 ball of radius B (projected by the oracle), so
+    every per-example gradient has L2 norm ≤ ‖∇f_i‖₁ ≤ sup|φ'|·B =
+    :attr:`gradient_bound`: the clipped sum is the plain sum for any clip at
+    or above it (smaller clips are refused: this data pass does not clip).
+    ``indices`` may be ``(R, m)``, one minibatch per row of ``W`` (R, d).
+    The regularizer is the objective's own (kuru2022: λ‖x‖²).
+    """
+
+    def __init__(self, data: DataPass, bound: float):
+        self.data = data
+        self._bound = check_positive("bound", bound)
+
+    @property
+    def n(self) -> int:
+        return self.data.n
+
+    @property
+    def dim(self) -> int:
+        return self.data.d
+
+    @property
+    def gradient_bound(self) -> float:
+        return self._bound
+
+    @property
+    def l2(self) -> float:  # strong-convexity modulus of the regularizer
+        return float(self.data.objective.regularizer.strong_convexity)
+
+    def per_example_clipped_grad_sum(self, w, indices, clip):
+        if clip < self._bound:
+            raise ValueError(f"clip must be >= the gradient bound {self._bound} (rows are projected, not clipped)")
+        count = self.n if indices is None else np.shape(indices)[-1]
+        return self.data.grad_sum(w, indices), count
+
+    def clipped_loss_sum(self, w, indices, cap):
+        return np.clip(self.data.objective.per_example_values(w, indices), 0.0, cap).sum(axis=-1)
+
+    def loss_value(self, w):
+        return self.data.objective.loss_value(w)
+
+    def loss_grad(self, w):
+        return self.data.objective.loss_grad(w)
+
+    def regularizer_value(self, w):
+        return self.data.objective.regularizer.value(w)
+
+    def regularizer_grad(self, w):
+        return self.data.objective.regularizer.grad(w)
 
 
 class _GradientOracle:
@@ -145,20 +202,19 @@ class PrivateGradientOracle(_GradientOracle):
                 f"accountant={ledger.accountant_name!r}, relation={ledger.relation!r}"
             )
         self.ledger = ledger
+        # Replace-one: n is public; the sums divide by the fixed batch size m.
+        self.oracle = PrivateOracle(
+            ProjectedData(self.data, self.sensitivity / 2.0), ledger=ledger, rng=self._noise_rng,
+            sampling_rng=self._sampling_rng, sampler=self.sampler,
+            normalizer=Normalizer(float(self.n), "declared"), c_grad=self.sensitivity / 2.0,
+        )
 
     def gradient(self, W: np.ndarray, scale: float) -> np.ndarray:
         """Noisy gradient at each row of W (R, d), Laplace scale ``scale`` on the minibatch mean."""
-        value = self.minibatch_gradient(W)
-        noisy = mech.laplace(
-            value,
-            sensitivity=self.sensitivity / self.batch_size,
-            ledger=self.ledger,
-            rng=self._noise_rng,
-            scale=scale,
-            sampler=self.sampler,
-        )
+        event = ev.Laplace(check_positive("scale", scale), self.sensitivity / self.batch_size)
+        noisy = self.oracle.gradient(W, event, mean=True)
         self.queries += 1
-        return noisy + self._regularizer_grad(W)
+        return noisy
 
 
 class NonPrivateGradientOracle(_GradientOracle):

@@ -182,12 +182,17 @@ class LinearLoss(Loss):
                 _accumulate(out, coefs(self.linear_predictions(w, Xb), sl), Xb)
         return out
 
-    def grad(self, w, X, y) -> np.ndarray:
-        """Mean gradient ``Xᵀ s / n``: ``(d,)`` or ``(R, d)``."""
+    def grad_sum(self, w, X, y) -> np.ndarray:
+        """Gradient sum ``Xᵀ s``: ``(d,)`` or ``(R, d)`` (:meth:`grad` times n)."""
         w, X, y = self._prepare(w, X, y)
         out = self._reduce(w, X, y, lambda z, sl: self._coefs(z, y[sl]))
-        out /= X.shape[0]
         ensure_finite_result(out, w=w, X=X, y=y)
+        return out
+
+    def grad(self, w, X, y) -> np.ndarray:
+        """Mean gradient ``Xᵀ s / n``: ``(d,)`` or ``(R, d)``."""
+        out = self.grad_sum(w, X, y)
+        out /= np.shape(X)[0]
         return out
 
     def value_and_grad(self, w, X, y):

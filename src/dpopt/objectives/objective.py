@@ -155,6 +155,11 @@ class Objective(Function):
         X, y, _ = self._data(idx)
         return self.loss.grad(w, X, y)
 
+    def loss_grad_sum(self, w, idx=None):
+        """Sum of the loss gradients over all records or over ``idx`` (no regularizer)."""
+        X, y, _ = self._data(idx)
+        return self.loss.grad_sum(w, X, y)
+
     def per_example_values(self, w, idx=None):
         X, y, _ = self._data(idx)
         return self.loss.per_example_values(w, X, y)

@@ -16,9 +16,10 @@ ledger before anything is drawn:
 Both gradients go through one step, :meth:`PrivateOracle.noisy_sum` (draw the
 batch → clipped sum → mechanism); there is no other.  The oracle owns:
 
-* the sampler: Poisson at rate q (chen2020 §4.3, Lemma 4; Abadi et al.) or
-  the full data when q = 1; every release draws its *own* minibatch, which
-  makes the separate amplification of every sub-routine (chen2020 §4.3) exact;
+* the sampler: Poisson at rate q (chen2020 §4.3, Lemma 4; Abadi et al.), a
+  fixed-size m-subset per repetition (kuru2022 Thm A.3, replace-one) or the
+  full data; every release draws its *own* minibatch, which makes the
+  separate amplification of every sub-routine (chen2020 §4.3) exact;
 * the clipping thresholds C_grad (eq. (6)) and C_obj (Theorem 1), which
   DP-BLSGD-AC may shrink (eq. (9));
 * the public normalizer N (:class:`~dpopt.oracles.Normalizer`): sums are
@@ -38,7 +39,7 @@ import numpy as np
 
 from .._validation import check_choice, check_int, check_positive, check_rate
 from ..models import PrivateModel, check_model
-from ..privacy import Ledger, PoissonSampler
+from ..privacy import FixedSizeSampler, Ledger, PoissonSampler
 from ..privacy import events as ev
 from ..privacy import mechanisms as mech
 from .line_search import NOISES, QUERIES, Ray, above_threshold_search, line_search_event
@@ -74,6 +75,10 @@ class PrivateOracle:
         int: a declared count); see :func:`~dpopt.oracles.public_normalizer`.
     rate:
         Poisson sampling rate q ∈ (0, 1]; 1 means the full data (no sampling).
+    sampler, sampling_rng:
+        Instead of ``rate``: a :class:`~dpopt.privacy.PoissonSampler` or a
+        :class:`~dpopt.privacy.FixedSizeSampler` (sums then divide by its m),
+        and an optional separate generator for the minibatches (default ``rng``).
     c_grad, c_obj:
         Clipping thresholds C_grad (gradients, eq. (6)) and C_obj (losses, Theorem 1).
     noise, query, lazy:
@@ -83,21 +88,30 @@ class PrivateOracle:
     """
 
     def __init__(self, model: PrivateModel, *, ledger: Ledger, rng: np.random.Generator,
-                 normalizer, rate: float = 1.0, c_grad: float, c_obj: float = 1.0,
-                 noise: str = "laplace", query: str = "objective", lazy: bool = False):
+                 normalizer, rate: float = 1.0, sampler=None, sampling_rng=None, c_grad: float,
+                 c_obj: float = 1.0, noise: str = "laplace", query: str = "objective",
+                 lazy: bool = False):
         self.model = check_model(model)
         self.ledger = mech.check_ledger(ledger)
         self.rng = mech.check_rng(rng)
+        self._sampling_rng = self.rng if sampling_rng is None else mech.check_rng(sampling_rng)
         self.normalizer = _as_normalizer(normalizer)
-        self.rate = check_rate("rate", rate)
-        self.sampler = PoissonSampler(self.rate) if self.rate < 1.0 else None
+        if sampler is None:
+            self.rate = check_rate("rate", rate)
+            self.sampler = PoissonSampler(self.rate) if self.rate < 1.0 else None
+        elif isinstance(sampler, PoissonSampler | FixedSizeSampler):
+            self.sampler, self.rate = sampler, sampler.rate
+        else:
+            raise TypeError(f"sampler must be a PoissonSampler or FixedSizeSampler, got {type(sampler).__name__}")
+        self._fixed = isinstance(self.sampler, FixedSizeSampler)
         self.c_grad = check_positive("c_grad", c_grad)
         self.c_obj = check_positive("c_obj", c_obj)
         self.noise = check_choice("noise", noise, NOISES)
         self.query = check_choice("query", query, QUERIES)
         self.lazy = bool(lazy)
-        #: Expected number of records per release, q·N: the public divisor of every sum.
-        self.weight = self.rate * self.normalizer.count
+        #: Expected number of records per release, q·N (m for fixed-size batches): the public
+        #: divisor of every sum.
+        self.weight = float(self.sampler.batch_size) if self._fixed else self.rate * self.normalizer.count
         self._events: dict = {}  # events by (kind, budget, threshold): built once, re-used
 
     # -- events -----------------------------------------------------------------------------
@@ -125,29 +139,44 @@ class PrivateOracle:
         return self.ledger.can_afford(event)
 
     # -- releases ---------------------------------------------------------------------------
-    def batch(self):
-        """Indices of a fresh Poisson minibatch, or None for the full data (q = 1)."""
+    def batch(self, w=None):
+        """Indices of a fresh minibatch, or None for the full data.
+
+        Poisson: one sample shared by every row of ``w``.  Fixed size (m < n):
+        ``(R, m)``, an independent m-subset per row of a batch ``w`` of shape
+        ``(R, d)`` (one ``(m,)`` subset for ``w`` of shape ``(d,)``).
+        """
         if self.sampler is None:
             return None
-        return self.sampler.indices(self.model.n, self.rng)
+        if not self._fixed:
+            return self.sampler.indices(self.model.n, self._sampling_rng)
+        if self.sampler.batch_size == self.sampler.n:
+            return None
+        repetitions = np.shape(w)[0] if np.ndim(w) == 2 else None
+        return self.sampler.indices(self._sampling_rng, repetitions=repetitions)
 
-    def noisy_sum(self, w, event: ev.Event) -> np.ndarray:
+    def noisy_sum(self, w, event: ev.Event, *, mean: bool = False) -> np.ndarray:
         """Σ_B clip(∇f_i(w), C_grad) + noise of ``event`` on a fresh batch: the private gradient step.
 
-        ``event`` is an additive-noise event on the sum (Gaussian, Laplace) of
-        sensitivity matching C_grad; it is charged (amplified by the sampler)
-        before the noise is drawn.
+        ``event`` is an additive-noise event (Gaussian, Laplace) whose
+        sensitivity refers to the released value: the sum (C_grad under
+        add/remove-one), or with ``mean=True`` the sum divided by the public
+        q·N (or m) *before* the noise (kuru2022 eq. (2.8)).  It is charged,
+        amplified by the sampler, before the noise is drawn.
         """
-        indices = self.batch()
+        indices = self.batch(w)
         total, _ = self.model.per_example_clipped_grad_sum(w, indices, self.c_grad)
-        return mech.release(total, event, ledger=self.ledger, rng=self.rng, sampler=self.sampler)
+        value = total / self.weight if mean else total
+        return mech.release(value, event, ledger=self.ledger, rng=self.rng, sampler=self.sampler)
 
-    def _gradient(self, w, event: ev.Event) -> np.ndarray:
-        return self.noisy_sum(w, event) / self.weight + self.model.regularizer_grad(w)
+    def gradient(self, w, event: ev.Event, *, mean: bool = False) -> np.ndarray:
+        """The noisy mean gradient plus ∇r(w): :meth:`noisy_sum` normalized by q·N (or m)."""
+        noisy = self.noisy_sum(w, event, mean=mean)
+        return (noisy if mean else noisy / self.weight) + self.model.regularizer_grad(w)
 
     def gaussian_gradient(self, w, sigma: float) -> np.ndarray:
         """g̃ = (Σ_B clip(∇f_i, C) + N(0, σ²I))/(q·N) + ∇r(w) (chen2020 Alg. 2, lines 4–6)."""
-        return self._gradient(w, ev.Gaussian(check_positive("sigma", sigma), self.c_grad))
+        return self.gradient(w, ev.Gaussian(check_positive("sigma", sigma), self.c_grad))
 
     def noisy_gradient(self, w, rho: float) -> np.ndarray:
         """:meth:`gaussian_gradient` with σ = C_grad/√(2ρ): (α, αρ)-RDP before amplification."""
@@ -156,7 +185,7 @@ class PrivateOracle:
     def laplace_gradient(self, w, scale: float) -> np.ndarray:
         """(Σ_B clip(∇f_i, C) + Laplace(scale)ᵈ)/(q·N) + ∇r(w): ε = √d·C/scale (‖v‖₁ ≤ √d‖v‖₂)."""
         sensitivity = math.sqrt(self.model.dim) * self.c_grad
-        return self._gradient(w, ev.Laplace(check_positive("scale", scale), sensitivity))
+        return self.gradient(w, ev.Laplace(check_positive("scale", scale), sensitivity))
 
     def ray(self, w, g, indices=None) -> Ray:
         """The clipped loss of ``indices`` along w − η g, weighted by the public q·N (not released)."""
@@ -169,7 +198,7 @@ class PrivateOracle:
         Returns the index of the chosen step (−1: none); see
         :func:`~dpopt.oracles.line_search.above_threshold_search`.
         """
-        ray = self.ray(w, g, self.batch())
+        ray = self.ray(w, g, self.batch(w))
         return above_threshold_search(ray, steps, alpha=alpha, budget=budget, noise=self.noise,
                                       ledger=self.ledger, rng=self.rng, sampler=self.sampler,
                                       lazy=self.lazy)
@@ -180,7 +209,7 @@ class PrivateOracle:
         f is the clipped loss on a fresh batch (:meth:`ray`), sensitivity C_obj;
         Lee & Kifer 2018's NoisyMin through the exponential mechanism.
         """
-        scores = self.ray(w, direction, self.batch()).at(steps)
+        scores = self.ray(w, direction, self.batch(w)).at(steps)
         return int(mech.exponential(-scores, epsilon=epsilon, sensitivity=self.c_obj,
                                     ledger=self.ledger, rng=self.rng, sampler=self.sampler))
 
