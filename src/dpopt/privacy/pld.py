@@ -339,17 +339,24 @@ class DiscretePLD:
 
     # -- composition ------------------------------------------------------------
     def _truncate(self, pmf: np.ndarray, offset: int, infinity: float, tail: float) -> DiscretePLD:
-        """Cut up to ``tail`` mass from each end (pessimistic: up into the first atom / +∞)."""
-        pmf = np.clip(pmf, 0.0, None)
+        """Cut up to ~``tail`` mass from each end (pessimistic: up into the first atom / +∞).
+
+        The masses moved are summed again from the cut entries, so what moved
+        is accounted exactly.
+        """
+        pmf = np.maximum(pmf, 0.0, out=pmf)  # FFT round-off can leave tiny negatives
         cum = np.cumsum(pmf)
+        total = cum[-1]
         lo = int(np.searchsorted(cum, tail, side="right"))  # pmf[:lo] sums to ≤ tail
-        rcum = np.cumsum(pmf[::-1])
-        cut_hi = int(np.searchsorted(rcum, tail, side="right"))
-        hi = pmf.size - cut_hi
-        if hi <= lo:  # everything is in the tails: keep one atom
-            lo, hi = min(lo, pmf.size - 1), min(lo, pmf.size - 1) + 1
-        low_mass = float(cum[lo - 1]) if lo > 0 else 0.0
-        high_mass = float(rcum[pmf.size - hi - 1]) if hi < pmf.size else 0.0
+        # the upper tail from a reverse sum over a region safely wider than it (cum's own
+        # rounding, ~n·2⁻⁵³, is far above the tail mass)
+        start = int(np.searchsorted(cum, total - 1e-6 - tail, side="left"))
+        rcum = np.cumsum(pmf[start:][::-1])
+        hi = pmf.size - int(np.searchsorted(rcum, tail, side="right"))  # pmf[hi:] sums to ≤ tail
+        lo = min(lo, pmf.size - 1)
+        hi = min(max(hi, lo + 1), pmf.size)
+        low_mass = float(np.sum(pmf[:lo]))
+        high_mass = float(np.sum(pmf[hi:]))
         kept = np.array(pmf[lo:hi])
         if self.pessimistic:
             kept[0] += low_mass
@@ -369,7 +376,9 @@ class DiscretePLD:
             pmf = np.convolve(self.pmf, other.pmf)
         else:
             size = _fast_length(n)
-            pmf = np.fft.irfft(np.fft.rfft(self.pmf, size) * np.fft.rfft(other.pmf, size), size)[:n]
+            spectrum = np.fft.rfft(self.pmf, size)
+            spectrum *= spectrum if other is self else np.fft.rfft(other.pmf, size)
+            pmf = np.fft.irfft(spectrum, size)[:n]
         infinity = 1.0 - (1.0 - self.infinity_mass) * (1.0 - other.infinity_mass)
         return self._truncate(pmf, self.offset + other.offset, infinity, tail)
 
@@ -423,6 +432,7 @@ class DiscretePLD:
         return max(0.0, float(eps))
 
 
+@functools.lru_cache(maxsize=4096)
 def _fast_length(n: int) -> int:
     """A length ≥ n with only factors 2, 3, 5 (fast for numpy's FFT)."""
     best = 1 << (n - 1).bit_length()
