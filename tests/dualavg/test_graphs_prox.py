@@ -64,3 +64,24 @@ def test_prox_step_equals_numerical_argmin(reg):
 def test_prox_needs_curvature():
     with pytest.raises(ValueError, match="gamma"):
         Regularizer("l1", 0.1).argmin(np.ones(3), 1.0, 0.0)
+
+
+def test_vectorized_neighbourhoods_match_the_gossip_matrix():
+    from dpopt.dualavg.algorithm import _neighbourhoods
+
+    rng = np.random.default_rng(5)
+    g = supergraph("complete", 9)
+    edges = np.full((40, 3, 2), -1)
+    for r in range(40):
+        e = sample_edges(g, np.sort(rng.choice(9, size=5, replace=False)), int(rng.integers(1, 4)), rng)
+        edges[r, : len(e)] = e
+    node, ids, weights = _neighbourhoods(edges)
+    for r in range(40):
+        W, seen = np.eye(9), set()
+        for s in np.flatnonzero(node[r] >= 0):
+            if node[r, s] in seen:  # every end of the same node carries the same row
+                continue
+            seen.add(node[r, s])
+            W[node[r, s]] = 0.0
+            np.add.at(W[node[r, s]], ids[r, s], weights[r, s])
+        assert np.allclose(W, gossip_matrix(9, edges[r][edges[r, :, 0] >= 0]), atol=1e-15)

@@ -16,8 +16,8 @@ the block's nodes on axis 1.  Per round t (Algorithm 1, lines 4–13):
 4. active nodes take the prox step (6) with ι·A_{t+1}·h + γ_{t+1}·d; the
    weighted running average x̃_i = A_T⁻¹ Σ_t a_t x_i(t) is kept lazily.
 
-Random streams: ``SeedSequence(entropy, spawn_key=(0, r))`` is the public plan
-of repetition r; ``(1, i)`` and ``(2, i)`` are node i's record-sampling and
+Random streams: ``SeedSequence(entropy, spawn_key=(0,))`` is the public plan
+of all repetitions; ``(1, i)`` and ``(2, i)`` are node i's record-sampling and
 noise streams.  A node draws the same numbers whichever process holds it, so
 the simulator and an MPI run give the same iterates.
 """
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from functools import partial
 
 import numpy as np
 
@@ -34,7 +33,7 @@ from ..privacy import Ledger
 from ..privacy import events as ev
 from ..privacy.mechanisms import PrepaidGaussianRounds
 from ..privacy.sampling import FixedSizeSampler
-from .graphs import Supergraph, metropolis_neighbourhoods, sample_edges
+from .graphs import Supergraph, _decode_pairs, sample_edges
 from .problem import clipped_mean_subgradient, local_loss_sum
 from .prox import Regularizer
 from .schedules import Schedule
@@ -102,7 +101,7 @@ class NodeState:
             x=x0,
             acc=np.zeros((R, b, d)),
             since=np.ones((R, b), dtype=np.int64),
-            public=[_stream(entropy, 0, r) for r in range(R)],
+            public=[_stream(entropy, 0)],
             sampling=[_stream(entropy, 1, int(i)) for i in nodes],
             noise=[_stream(entropy, 2, int(i)) for i in nodes],
             node_ledgers=list(node_ledgers),
@@ -156,30 +155,86 @@ class NodeState:
         return (self.acc + tail) / float(A(t))
 
 
-def _plan(cfg: Config, gen: np.random.Generator):
-    if cfg.activation == "fixed":
-        active = np.sort(gen.choice(cfg.n, size=cfg.active_count, replace=False))
-    else:
-        active = np.flatnonzero(gen.random(cfg.n) < cfg.iota)
-    return active, sample_edges(cfg.graph, active, cfg.edges, gen)
+def _plan(cfg: Config, gen: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """The public plan of one round for all R repetitions from the one public stream.
+
+    Returns (is_active (R, n) bool, edges (R, E, 2) int, −1 where a repetition
+    has fewer edges).  Fixed-size activation on the complete supergraph is
+    drawn vectorized: ⌈nι⌉ nodes, then E distinct pairs among them, both
+    uniformly (fixed-size samplers of the privacy core); other settings loop
+    over repetitions with :func:`sample_edges`.
+    """
+    R, n, E = cfg.repetitions, cfg.n, cfg.edges
+    if cfg.activation == "fixed" and cfg.graph.complete:
+        m = cfg.active_count
+        active = (
+            np.broadcast_to(np.arange(n), (R, n))
+            if m == n
+            else np.sort(FixedSizeSampler(m, n).indices(gen, repetitions=R), axis=1)
+        )
+        is_active = np.zeros((R, n), dtype=bool)
+        np.put_along_axis(is_active, active, True, axis=1)
+        total = m * (m - 1) // 2
+        e = min(E, total)
+        if e == 0:
+            return is_active, np.full((R, 0, 2), -1, dtype=np.int64)
+        pairs = (
+            np.broadcast_to(np.arange(total), (R, total))
+            if e == total
+            else np.sort(FixedSizeSampler(e, total).indices(gen, repetitions=R), axis=1)
+        )
+        pos = _decode_pairs(pairs.ravel(), m).reshape(R, e, 2)
+        return is_active, np.take_along_axis(active[:, None, :], pos, axis=2)
+    is_active = np.zeros((R, n), dtype=bool)
+    edges = np.full((R, E, 2), -1, dtype=np.int64)
+    for r in range(R):
+        if cfg.activation == "fixed":
+            act = np.sort(gen.choice(n, size=cfg.active_count, replace=False))
+        else:
+            act = np.flatnonzero(gen.random(n) < cfg.iota)
+        is_active[r, act] = True
+        e = sample_edges(cfg.graph, act, E, gen)
+        edges[r, : len(e)] = e
+    return is_active, edges
 
 
-def _mix(ids: np.ndarray, weights: np.ndarray, message_of) -> np.ndarray:
-    """Σ_j w_ij m_j of eq. (5), summed in increasing node id (identical on every back end)."""
-    out = weights[0] * message_of(int(ids[0]))
-    for j, w in zip(ids[1:].tolist(), weights[1:].tolist(), strict=True):
-        out = out + w * message_of(j)
-    return out
+def _neighbourhoods(edges: np.ndarray):
+    """Closed neighbourhoods with Metropolis weights for every edge end, vectorized over repetitions.
 
-
-def _message(messages: np.ndarray, remote: dict, local: dict, r: int, j: int) -> np.ndarray:
-    return messages[r, local[j]] if j in local else remote[(r, j)]
+    ``edges`` (R, E, 2), −1 for absent edges.  Slot s = 2e + side is one end
+    of one edge.  Returns (node (R, S), ids (R, S, S+1) sorted with padding
+    equal to the node itself, weights (R, S, S+1) with 0 on padding); rows of
+    slots holding the same node are identical.  w_uv = 1/(1 + max(deg_u, deg_v)),
+    w_uu = 1 − Σ_v w_uv (Xiao & Boyd 2004), a doubly stochastic W(t).
+    """
+    R, E, _ = edges.shape
+    node = edges.reshape(R, 2 * E)
+    partner = edges[:, :, ::-1].reshape(R, 2 * E)
+    valid = node >= 0
+    same = (node[:, :, None] == node[:, None, :]) & valid[:, :, None] & valid[:, None, :]
+    deg = same.sum(axis=2)  # degree of the node at each slot
+    deg_partner = deg.reshape(R, E, 2)[:, :, ::-1].reshape(R, 2 * E)
+    w_nb = np.where(same, 1.0 / (1.0 + np.maximum(deg[:, :, None], deg_partner[:, None, :])), 0.0)  # u→partner(s')
+    big = np.iinfo(np.int64).max
+    nb_ids = np.where(same, partner[:, None, :], big)
+    ids = np.concatenate([node[:, :, None], nb_ids], axis=2)
+    w_self = 1.0 - np.sum(w_nb, axis=2)
+    weights = np.concatenate([w_self[:, :, None], w_nb], axis=2)
+    order = np.argsort(ids, axis=2, kind="stable")
+    ids = np.take_along_axis(ids, order, axis=2)
+    weights = np.take_along_axis(weights, order, axis=2)
+    ids = np.where(ids == big, node[:, :, None], ids)
+    return node, ids, weights
 
 
 def run_block(cfg: Config, comm, shards: list, state: NodeState, stop: int, round_events: list) -> NodeState:
     """Run rounds state.t+1 … ``stop`` for the holder's nodes (prepaying them first when private)."""
     nodes = comm.nodes
-    local = {int(i): k for k, i in enumerate(nodes)}
+    n, R = cfg.n, cfg.repetitions
+    local_index = np.full(n, -1, dtype=np.int64)
+    local_index[nodes] = np.arange(len(nodes))
+    is_local = local_index >= 0
+    everything_local = bool(is_local.all())
     first, count = state.t + 1, stop - state.t
     sessions = None
     if cfg.sigma > 0:
@@ -195,16 +250,12 @@ def run_block(cfg: Config, comm, shards: list, state: NodeState, stop: int, roun
     samplers = [FixedSizeSampler(cfg.batch, cfg.sizes[int(i)]) for i in nodes]
     sched, reg = cfg.schedule, cfg.regularizer
     p = cfg.activation_rate
-    R = cfg.repetitions
+    public = state.public[0]
     for t in range(first, stop + 1):
         a_t = float(sched.a(t))
         c_next, g_next = p * float(sched.A(t + 1)), float(sched.gamma_at(t + 1))
-        plans = [_plan(cfg, state.public[r]) for r in range(R)]
-        is_active = np.zeros((R, len(nodes)), dtype=bool)
-        for r, (active, _) in enumerate(plans):
-            for i in active.tolist():
-                if i in local:
-                    is_active[r, local[i]] = True
+        all_active, edges = _plan(cfg, public)
+        is_active = all_active[:, nodes]
         messages = state.z.copy()
         for k in np.flatnonzero(is_active.any(axis=0)).tolist():
             reps = np.flatnonzero(is_active[:, k])
@@ -216,25 +267,36 @@ def run_block(cfg: Config, comm, shards: list, state: NodeState, stop: int, roun
             g = clipped_mean_subgradient(X, y, idx, state.x[reps, k], cfg.loss, cfg.lipschitz)
             zeta = g if sessions is None else sessions[k].release(g, t)
             messages[reps, k] = state.z[reps, k] + a_t * zeta
-        # exchange along sampled edges whose ends are held by different processes
-        hoods = [metropolis_neighbourhoods(e) for _, e in plans]
-        sends, recvs = [], []
-        for r, (_, e) in enumerate(plans):
-            for a, b in e.tolist():
+        # messages on the world's node axis: local ones, plus those received along sampled edges
+        if everything_local:
+            world = messages
+        else:
+            world = np.zeros((R, n, cfg.d))
+            world[:, nodes] = messages
+            sends, recvs = [], []
+            for r, e, side in zip(*np.nonzero(edges >= 0), strict=True):
+                if side:
+                    continue
+                a, b = int(edges[r, e, 0]), int(edges[r, e, 1])
                 for src, dst in ((a, b), (b, a)):
-                    if src in local and dst not in local:
-                        sends.append((dst, (r, src), messages[r, local[src]]))
-                    elif dst in local and src not in local:
-                        recvs.append((src, (r, src), messages.shape[2:]))
-        remote = comm.exchange(sends, recvs)
-        new_z = messages  # active nodes off every edge: z_i + a_t ζ_i; inactive: z_i
-        for r in range(R):
-            mixed = {}
-            for i, (ids, w) in hoods[r].items():
-                if i in local:
-                    mixed[i] = _mix(ids, w, partial(_message, messages, remote, local, r))
-            for i, value in mixed.items():
-                new_z[r, local[i]] = value
+                    if is_local[src] and not is_local[dst]:
+                        sends.append((dst, (int(r), src), messages[r, local_index[src]]))
+                    elif is_local[dst] and not is_local[src]:
+                        recvs.append((src, (int(r), src), (cfg.d,)))
+            for (r, j), value in comm.exchange(sends, recvs).items():
+                world[r, j] = value
+        new_z = messages  # inactive nodes keep z_i; active nodes off every edge: z_i + a_t ζ_i
+        if edges.shape[1]:
+            node, ids, weights = _neighbourhoods(edges)
+            rr, ss = np.nonzero((node >= 0) & is_local[np.maximum(node, 0)])
+            if len(rr):
+                gathered = world[rr[:, None], ids[rr, ss]]  # (P, K, d)
+                w = weights[rr, ss]
+                mixed = w[:, 0, None] * gathered[:, 0]
+                for k in range(1, w.shape[1]):  # eq. (5), summed in increasing node id
+                    mixed = mixed + w[:, k, None] * gathered[:, k]
+                new_z = messages.copy()
+                new_z[rr, local_index[node[rr, ss]]] = mixed
         state.z = new_z
         rr, kk = np.nonzero(is_active)
         if len(rr):
