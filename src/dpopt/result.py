@@ -4,6 +4,16 @@ Like :class:`scipy.optimize.OptimizeResult` it carries the solution and its
 objective value; unlike it, it also carries the privacy record: the
 guarantee spent, the notion and neighbouring relation it holds under, the
 event log that reproduces it, and what kind of guarantee it is.
+
+A result holds two kinds of things (DESIGN.md invariant 7).  What the
+guarantee covers — the solution ``x`` and the privacy record — is
+:meth:`DPResult.release`.  Everything else a method computes from the private
+data for its own bookkeeping — the exact objective value ``fun``, the
+``trajectory``, ``info`` (e.g. MCMC acceptance rates, ``rows_projected``, a
+solver's gradient norm) and the iteration count — is :attr:`DPResult.diagnostics`,
+a :class:`Diagnostics` mapping labelled non-private: it is outside the
+guarantee and must not be published, saved with a model or written into a
+report unless the user asks for it.
 """
 
 from __future__ import annotations
@@ -17,7 +27,13 @@ import numpy as np
 from .privacy import Ledger, PrivacySpent
 from .privacy import events as ev
 
-__all__ = ["DPResult", "GUARANTEES"]
+__all__ = ["DPResult", "Diagnostics", "GUARANTEES", "NON_PRIVATE"]
+
+#: The label every non-private diagnostic carries wherever it appears.
+NON_PRIVATE = (
+    "NON-PRIVATE: computed from the private data outside the privacy guarantee; "
+    "do not publish, save with a model or put in a report unless you mean to"
+)
 
 #: The kinds of guarantee a result can carry (DESIGN.md "Paper details").
 GUARANTEES = {
@@ -26,6 +42,20 @@ GUARANTEES = {
     "conditional": "the guarantee holds under a modelling assumption stated in `notes`",
     "none": "non-private reference: no privacy guarantee",
 }
+
+
+class Diagnostics(dict):
+    """A dict of quantities computed from the private data outside the guarantee.
+
+    It behaves as a plain ``dict``; :attr:`label` (:data:`NON_PRIVATE`) and its
+    ``repr`` say that its content is not covered by any privacy guarantee.
+    """
+
+    label = NON_PRIVATE
+    private = False
+
+    def __repr__(self) -> str:
+        return f"Diagnostics[{NON_PRIVATE.split(':')[0]}]({dict.__repr__(self)})"
 
 
 @dataclass
@@ -37,8 +67,8 @@ class DPResult:
     x:
         The released solution, shape (d,), or (R, d) for R repetitions.
     fun:
-        Objective value at ``x`` (scalar or (R,)); computed for reporting and
-        *not* part of the private release unless the method says so.
+        Objective value at ``x`` (scalar or (R,)), computed exactly from the
+        private data: a non-private diagnostic (see :attr:`diagnostics`).
     method:
         The method's name as the papers write it, lower case (e.g. ``"dp-nag-opt"``).
     privacy:
@@ -52,9 +82,11 @@ class DPResult:
     nit:
         Iterations performed.
     trajectory:
-        Optional iterates or objective values per iteration (see ``info``).
+        Optional iterates or objective values per iteration (see ``info``):
+        a non-private diagnostic.
     info:
-        Method-specific diagnostics (acceptance rates, budget split, ...).
+        Method-specific diagnostics (acceptance rates, budget split, ...):
+        non-private unless the method documents an entry as released.
     notes:
         Human-readable caveats about the guarantee.
     """
@@ -87,6 +119,16 @@ class DPResult:
     @property
     def delta(self) -> float:
         return self.privacy.delta
+
+    @property
+    def diagnostics(self) -> Diagnostics:
+        """``fun``, ``trajectory``, ``info`` and ``nit``: computed from the private data outside the
+        guarantee, labelled :data:`NON_PRIVATE`."""
+        return Diagnostics(fun=self.fun, trajectory=self.trajectory, info=dict(self.info), nit=self.nit)
+
+    def release(self) -> dict:
+        """What the guarantee covers: the solution ``x`` and the privacy record (no diagnostics)."""
+        return {"x": np.asarray(self.x), "privacy": self.privacy_record()}
 
     def privacy_record(self) -> dict:
         """JSON-ready description of the guarantee and the event log."""

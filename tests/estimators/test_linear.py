@@ -1,5 +1,3 @@
-import warnings
-
 import numpy as np
 import pytest
 from sklearn.base import clone
@@ -7,11 +5,11 @@ from sklearn.model_selection import GridSearchCV, train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import MinMaxScaler
 
-from dpopt.estimators import DPHuberSVC, DPLogisticRegression, PrivacyBudgetWarning, PrivacyLeakWarning
-from dpopt.privacy import PureDPAccountant, RDPAccountant
+from dpopt.estimators import DPHuberSVC, DPLogisticRegression, PrivacyLeakWarning
+from dpopt.privacy import BudgetExceededError, Ledger, PureDPAccountant, RDPAccountant
 
-# Most tests here fit the same data repeatedly on purpose; the warning itself is tested below.
-pytestmark = pytest.mark.filterwarnings("ignore::dpopt.estimators.PrivacyBudgetWarning")
+# The label set is declared in most tests; its absence is tested in test_release.py.
+pytestmark = pytest.mark.filterwarnings("ignore:classes was not given:dpopt.estimators.PrivacyLeakWarning")
 
 D = 10
 
@@ -71,9 +69,7 @@ def test_pipeline_clone_and_params(data):
     pipe = make_pipeline(
         MinMaxScaler(clip=True), DPLogisticRegression(epsilon=1.0, data_norm=np.sqrt(D), random_state=0)
     )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PrivacyBudgetWarning)
-        pipe.fit(Xtr, ytr)
+    pipe.fit(Xtr, ytr)
     assert pipe.score(Xte, yte) > 0.5
     est = DPLogisticRegression(epsilon=0.5, method="dp-gd", data_norm=2.0)
     twin = clone(est)
@@ -103,11 +99,17 @@ def test_bounds_clip_rows(data):
     assert clipped.max() <= 0.5 + 1e-12
 
 
-def test_grid_search_warns_about_budget(data):
+def test_grid_search_spends_one_shared_ledger(data):
+    """scikit-learn's clones share the ledger: every fit of the search is charged to it, and the
+    fit that would overspend it is refused."""
     Xtr, _, ytr, _ = data
-    grid = GridSearchCV(DPLogisticRegression(data_norm=3.0, random_state=0), {"epsilon": [0.5, 1.0]}, cv=2)
-    with pytest.warns(PrivacyBudgetWarning, match="model selection"):
-        grid.fit(Xtr, ytr)
+    ledger = Ledger(3.0, relation="replace_one")
+    est = DPLogisticRegression(data_norm=3.0, random_state=0, classes=["no", "yes"], ledger=ledger)
+    GridSearchCV(est, {"epsilon": [0.5, 1.0]}, cv=2, refit=False).fit(Xtr, ytr)
+    assert ledger.spent().epsilon == pytest.approx(3.0)  # 2 folds x (0.5 + 1.0)
+    with pytest.raises(BudgetExceededError, match="nothing was spent"):
+        GridSearchCV(est, {"epsilon": [0.5]}, cv=2, error_score="raise").fit(Xtr, ytr)
+    assert ledger.spent().epsilon == pytest.approx(3.0)
 
 
 @pytest.mark.parametrize(

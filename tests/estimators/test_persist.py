@@ -11,7 +11,7 @@ from dpopt.estimators import DPHuberSVC, DPLogisticRegression
 from dpopt.estimators.persist import FORMAT, ModelFormatError, load_model, model_to_dict, save_model
 from dpopt.privacy import PureDPAccountant
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpopt.estimators.PrivacyBudgetWarning")
+pytestmark = pytest.mark.filterwarnings("ignore:classes was not given:dpopt.estimators.PrivacyLeakWarning")
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +51,8 @@ def test_round_trip_predicts_identically(tmp_path, data, est):
 
 def test_privacy_record_replays_and_lists_disclosures(tmp_path, data):
     X, y = data
-    est = DPLogisticRegression(epsilon=1.5, method="dp-gd", data_norm=2.0, random_state=0).fit(X, y)
+    est = DPLogisticRegression(epsilon=1.5, method="dp-gd", data_norm=2.0, random_state=0, classes=["no", "yes"])
+    est.fit(X, y)
     path = save_model(tmp_path / "m.json", est, disclosed=["the category sets of city were read from the data"])
     record = json.loads(path.read_text())
     assert record["format"] == FORMAT and record["format_version"] == 1 and record["dpopt_version"]

@@ -2,7 +2,7 @@
 
 from ._dispatch import ACCELERATED, LINESEARCH, METHODS
 from .bayes_search import DPBayesSearchCV
-from .linear import DPHuberSVC, DPLogisticRegression, PrivacyBudgetWarning, PrivacyLeakWarning
+from .linear import DPHuberSVC, DPLogisticRegression, PrivacyLeakWarning
 from .persist import load_model, save_model
 
 __all__ = [
@@ -10,7 +10,6 @@ __all__ = [
     "DPHuberSVC",
     "DPBayesSearchCV",
     "PrivacyLeakWarning",
-    "PrivacyBudgetWarning",
     "METHODS",
     "ACCELERATED",
     "LINESEARCH",

@@ -17,7 +17,7 @@ import numpy as np
 from ..objectives import L2, Objective, get_loss
 from ..result import DPResult
 
-__all__ = ["ACCELERATED", "LINESEARCH", "METHODS", "fit_linear", "needs_delta"]
+__all__ = ["ACCELERATED", "LINESEARCH", "METHODS", "fit_linear", "needs_delta", "notion_of", "relation_of"]
 
 #: kuru2022 methods: pure ε-DP (δ = 0), replace-one relation.
 ACCELERATED = ("dp-gd", "dp-hb", "dp-nag", "dp-nag-opt", "dp-masg", "dp-masg-opt")
@@ -29,9 +29,25 @@ METHODS = ACCELERATED + LINESEARCH
 _PURE_LINESEARCH = ("objpert", "outpert")
 
 
+# Methods whose guarantee refers to the replace-one relation (the rest: add/remove one record).
+_REPLACE_ONE = ACCELERATED + ("objpert", "outpert")
+
+
 def needs_delta(method: str) -> bool:
     """Whether ``method`` gives (ε, δ)-DP with δ > 0 (and so needs ``delta > 0``)."""
     return method in LINESEARCH and method not in _PURE_LINESEARCH
+
+
+def relation_of(method: str) -> str:
+    """The neighbouring relation of ``method``'s guarantee (what its sensitivities assume)."""
+    return "replace_one" if method in _REPLACE_ONE else "add_remove"
+
+
+def notion_of(method: str, delta: float) -> str:
+    """The accountant ``method`` composes its events with at budget δ = ``delta`` ("pure": δ unused)."""
+    if method in ACCELERATED or method == "objpert" or delta == 0.0:
+        return "pure"
+    return "zcdp" if method == "dp-agd" else "rdp"
 
 
 def _smoothness(loss: str, regularization: float) -> float:
@@ -50,8 +66,22 @@ def fit_linear(
     regularization: float,
     rng: np.random.Generator,
     params: dict,
+    ledger=None,
 ) -> DPResult:
-    """Run ``method`` on F(w) = mean loss(xᵀw, y) + (μ/2)‖w‖² with μ = ``regularization``."""
+    """Run ``method`` on F(w) = mean loss(xᵀw, y) + (μ/2)‖w‖² with μ = ``regularization``.
+
+    ``ledger`` (optional) is charged with every event of the run, which is
+    calibrated to (``epsilon``, ``delta``); it refuses (``BudgetExceededError``)
+    when the run would overspend it.
+    """
+    result = _run(method, loss, X, y, epsilon, delta, regularization, rng, params)
+    if ledger is not None:
+        for event in result.events:
+            ledger.charge(event)
+    return result
+
+
+def _run(method, loss, X, y, epsilon, delta, regularization, rng, params) -> DPResult:
     if method in ACCELERATED:
         d = X.shape[1]
         objective = Objective(loss, X, y, L2(regularization / 2.0))

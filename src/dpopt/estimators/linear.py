@@ -12,40 +12,52 @@ warns with :class:`PrivacyLeakWarning`: that number is not covered by the
 guarantee.  Internally rows are scaled to ‖x‖₂ ≤ 1 together with the
 intercept column, [x/B, 1]/√2, and the coefficients are mapped back.
 
-More than two classes are fitted one-vs-rest: K binary problems on the same
-rows, each with (ε/K, δ/K), so that by sequential composition the whole fit
-is (ε, δ)-DP (the record reports the tighter of that and the accountant's
-composition of all K event logs).
+The label set is never learned silently either.  Declare ``classes=`` (the
+labels that can occur; a label outside them is refused): the shapes of
+``coef_`` and ``classes_`` and the budget split then do not depend on the
+data.  Without it the set is read from the data, with a
+:class:`PrivacyLeakWarning`, and listed in ``disclosed_``: one record with a
+new label would change the number of one-vs-rest problems and the shape of
+the model, which no noise covers.
 
-Every fit spends its own budget.  Fitting again on the same data, e.g. in
-:class:`~sklearn.model_selection.GridSearchCV`, composes: the estimator warns
-with :class:`PrivacyBudgetWarning`.  To tune hyper-parameters privately, use
-a private selection method (the bayesopt family, Kusner et al. 2015) instead
-of cross-validated grid search.
+More than two classes are fitted one-vs-rest: K binary problems on the same
+rows, each on a child budget of (ε/K, δ/K) of the fit's ledger, so that the
+ledger's event log is the composed record of the whole fit.
+
+Budgets outlive a fit when asked: pass ``ledger=`` (a
+:class:`~dpopt.privacy.Ledger`, shared by as many fits and estimators as you
+like, also by the clones scikit-learn's model selection makes) and every fit
+spends from it, is refused before any noise is drawn when it would overspend
+it, and spends nothing when it raises (:mod:`._budget`).  Without a ledger
+each fit spends its own (ε, δ).
+
+What a fit releases: ``coef_``, ``intercept_``, ``classes_`` and the privacy
+record (``privacy_spent_``, ``privacy_events_``, ``disclosed_``).  The
+optimizer's exact objective values, trajectories and solver statistics are in
+``diagnostics_``, labelled non-private (:class:`~dpopt.result.Diagnostics`),
+and never saved with the model.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
-import sys
 import warnings
 
 import numpy as np
 from scipy.special import expit
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import as_generator, check_delta, check_nonnegative, check_positive
-from ..privacy import RDPAccountant, ZCDPAccountant
-from ._dispatch import METHODS, fit_linear, needs_delta
+from ..result import Diagnostics
+from ._budget import open_fit
+from ._dispatch import METHODS, fit_linear, needs_delta, notion_of, relation_of
 
 __all__ = [
     "DPLogisticRegression",
     "DPHuberSVC",
     "PrivacyLeakWarning",
-    "PrivacyBudgetWarning",
     "SKLEARN_DP_EXCEPTIONS",
 ]
 
@@ -84,33 +96,6 @@ class PrivacyLeakWarning(UserWarning):
     """A quantity was computed from the private data outside the privacy guarantee."""
 
 
-class PrivacyBudgetWarning(UserWarning):
-    """The same data were used by several private fits: their budgets add up."""
-
-
-# Fingerprints of data sets fitted in this process, with the ε spent on each.
-_FIT_HISTORY: dict[str, list[float]] = {}
-
-
-def _fingerprint(X: np.ndarray, y: np.ndarray) -> str:
-    """A hash of (X, y); labels of any dtype (strings, objects) are hashed through their class codes."""
-    classes, codes = np.unique(y, return_inverse=True)
-    h = hashlib.blake2b(digest_size=16)
-    h.update(np.ascontiguousarray(X).view(np.uint8))
-    h.update(np.ascontiguousarray(codes, dtype=np.int64).view(np.uint8))
-    h.update(repr(classes.tolist()).encode())
-    return h.hexdigest()
-
-
-def _called_from_model_selection() -> bool:
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_globals.get("__name__", "").startswith("sklearn.model_selection"):
-            return True
-        frame = frame.f_back
-    return False
-
-
 def _row_bound_of_box(lower: np.ndarray, upper: np.ndarray) -> float:
     return float(np.linalg.norm(np.maximum(np.abs(lower), np.abs(upper))))
 
@@ -131,6 +116,8 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         fit_intercept=True,
         method_params=None,
         random_state=None,
+        classes=None,
+        ledger=None,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -141,6 +128,13 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         self.fit_intercept = fit_intercept
         self.method_params = method_params
         self.random_state = random_state
+        self.classes = classes
+        self.ledger = ledger
+
+    def __sklearn_clone__(self):
+        """A clone shares the ``ledger`` (a budget, not a parameter to copy); other parameters are cloned."""
+        params = self.get_params(deep=False)
+        return type(self)(**{k: v if k == "ledger" else clone(v, safe=False) for k, v in params.items()})
 
     # -- parameters -----------------------------------------------------------
     def _resolved_method(self) -> str:
@@ -171,8 +165,11 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
             lower, upper = self.bounds
         except (TypeError, ValueError) as exc:
             raise ValueError("bounds must be a pair (lower, upper) of scalars or per-feature arrays") from exc
-        lower = np.broadcast_to(np.asarray(lower, dtype=float), (d,))
-        upper = np.broadcast_to(np.asarray(upper, dtype=float), (d,))
+        try:
+            lower = np.broadcast_to(np.asarray(lower, dtype=float), (d,))
+            upper = np.broadcast_to(np.asarray(upper, dtype=float), (d,))
+        except ValueError:
+            raise ValueError(f"bounds must be scalars or arrays of length {d} (the number of features)") from None
         if not (np.all(np.isfinite(lower)) and np.all(np.isfinite(upper)) and np.all(lower < upper)):
             raise ValueError("bounds must be finite with lower < upper for every feature")
         return lower, upper
@@ -192,36 +189,74 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
             Z = np.hstack([Z, np.ones((Z.shape[0], 1))]) / math.sqrt(2.0)
         return Z
 
+    def _label_set(self, y: np.ndarray) -> tuple[np.ndarray, list[str]]:
+        """``classes_`` and the disclosures it makes: declared (labels outside refused) or read from ``y``."""
+        if self.classes is None:
+            classes = np.unique(y)
+            if len(classes) < 2:
+                raise ValueError(
+                    f"{type(self).__name__} needs at least 2 classes in y, got one class {classes.tolist()}"
+                )
+            warnings.warn(
+                "classes was not given, so the label set was read from the data; one record with a new label "
+                "changes the model's shape, which no noise covers. Declare classes= (every label that can occur).",
+                PrivacyLeakWarning,
+                stacklevel=3,
+            )
+            return classes, [f"the label set {classes.tolist()} was read from the data (classes= not declared)"]
+        try:
+            declared = np.asarray(self.classes)
+        except (TypeError, ValueError):
+            declared = None
+        if declared is None or declared.ndim != 1 or len(np.unique(declared)) != declared.size or declared.size < 2:
+            raise ValueError("classes must be a list of at least 2 distinct labels (every label that can occur)")
+        classes = np.unique(declared)
+        try:
+            outside = not np.all(np.isin(y, classes))
+        except TypeError:
+            outside = True
+        if outside:
+            raise ValueError(f"y has a label outside the declared classes {classes.tolist()}; declare every label")
+        return classes, []
+
+    def _row_bound(self, X: np.ndarray) -> list[str]:
+        """Set ``row_bound_`` (declared, or the data's largest row norm with a warning); return disclosures."""
+        if self.data_norm is not None:
+            self.row_bound_ = check_positive("data_norm", self.data_norm)
+            return []
+        if self._box_ is not None:
+            self.row_bound_ = _row_bound_of_box(*self._box_)
+            return []
+        self.row_bound_ = float(np.linalg.norm(X, axis=1).max()) or 1.0
+        if not math.isfinite(self.row_bound_):
+            raise ValueError("X has a row whose norm overflows; declare data_norm= or bounds= to clip it")
+        warnings.warn(
+            "data_norm and bounds were not given, so the largest row norm was computed from the "
+            "data; this leaks privacy outside the guarantee. Declare data_norm= or bounds= "
+            "from domain knowledge.",
+            PrivacyLeakWarning,
+            stacklevel=3,
+        )
+        return [f"the largest row norm ({self.row_bound_:.6g}) was read from the data (data_norm= not declared)"]
+
     # -- fit / predict -------------------------------------------------------------
     def fit(self, X, y):
-        """Fit privately; spends (``epsilon``, ``delta``) on (X, y) in total, whatever the number of classes."""
+        """Fit privately; spends (``epsilon``, ``delta``) on (X, y) in total, whatever the number of classes.
+
+        With ``ledger=``, the fit is refused (``BudgetExceededError``) before any noise is drawn when
+        it would overspend the ledger, and a fit that raises spends nothing.
+        """
         method, epsilon, delta = self._check_params()
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
-        self.classes_ = np.unique(y)
-        if len(self.classes_) < 2:
-            raise ValueError(
-                f"{type(self).__name__} needs at least 2 classes in y, got one class {self.classes_.tolist()}"
-            )
-        d = X.shape[1]
-        self._box_ = self._box(d)
-        if self.data_norm is not None:
-            self.row_bound_ = check_positive("data_norm", self.data_norm)
-        elif self._box_ is not None:
-            self.row_bound_ = _row_bound_of_box(*self._box_)
-        else:
-            self.row_bound_ = float(np.linalg.norm(X, axis=1).max()) or 1.0
-            warnings.warn(
-                "data_norm and bounds were not given, so the largest row norm was computed from the "
-                "data; this leaks privacy outside the guarantee. Declare data_norm= or bounds= "
-                "from domain knowledge.",
-                PrivacyLeakWarning,
-                stacklevel=2,
-            )
-        self._warn_repeated_fit(X, y, epsilon)
-        # Binary: one problem, classes_[1] positive.  K > 2: one-vs-rest, each with (ε/K, δ/K).
-        positives = self.classes_[1:] if len(self.classes_) == 2 else self.classes_
-        share = len(positives)
+        classes, disclosed = self._label_set(y)
+        self._box_ = self._box(X.shape[1])
+        disclosed += self._row_bound(X)
+        budget = open_fit(
+            self.ledger, epsilon, delta, notion=notion_of(method, delta), relation=relation_of(method)
+        )
+        # Binary: one problem, classes[1] positive.  K > 2: one-vs-rest, each on a child budget (ε/K, δ/K).
+        positives = classes[1:] if len(classes) == 2 else classes
         Z = self._design(X)
         rng = as_generator(self.random_state)
         results = [
@@ -230,15 +265,18 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
                 self._loss,
                 Z,
                 np.where(y == positive, 1.0, -1.0),
-                epsilon=epsilon / share,
-                delta=delta / share,
+                epsilon=epsilon / len(positives),
+                delta=budget.delta / len(positives),
                 regularization=float(self.regularization),
                 rng=rng,
                 params=dict(self.method_params or {}),
+                ledger=budget.share(len(positives)),
             )
             for positive in positives
         ]
+        budget.commit()
         W = np.stack([np.asarray(r.x, dtype=float) for r in results])
+        self.classes_ = classes
         if self.fit_intercept:
             self.coef_ = W[:, :-1] / (math.sqrt(2.0) * self.row_bound_)
             self.intercept_ = W[:, -1] / math.sqrt(2.0)
@@ -246,40 +284,30 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
             self.coef_ = W / self.row_bound_
             self.intercept_ = np.zeros(len(results))
         self.method_ = method
-        self.results_ = results
-        self.result_ = results[0] if share == 1 else None
-        self.privacy_spent_, self.privacy_events_ = _compose_records(results)
-        self.n_iter_ = max(int(r.nit) for r in results)
+        spent = budget.ledger.spent()
+        self.privacy_spent_ = {
+            "epsilon": float(spent.epsilon),
+            "delta": float(spent.delta),
+            "notion": spent.notion,
+            "relation": budget.ledger.relation,
+            "guarantee": _weakest({r.guarantee for r in results}),
+        }
+        self.privacy_events_ = budget.ledger.events
+        self.disclosed_ = disclosed
+        self.diagnostics_ = Diagnostics(
+            problems=[{"positive": p, **r.diagnostics} for p, r in zip(positives, results, strict=True)]
+        )
         return self
 
     def privacy_record(self) -> dict:
-        """JSON-ready privacy record of the fit: ``privacy_spent_`` plus the method and the event log."""
+        """JSON-ready privacy record of the fit: ``privacy_spent_``, the method, the event log and ``disclosed``."""
         check_is_fitted(self)
         return {
             "method": self.method_,
             **self.privacy_spent_,
             "events": [e.to_dict() for e in self.privacy_events_],
+            "disclosed": list(self.disclosed_),
         }
-
-    def _warn_repeated_fit(self, X, y, epsilon) -> None:
-        key = _fingerprint(X, y)
-        history = _FIT_HISTORY.setdefault(key, [])
-        history.append(epsilon)
-        if _called_from_model_selection():
-            warnings.warn(
-                "this private estimator is being fitted by scikit-learn model selection: every fit "
-                "spends its own budget on overlapping data, so the total privacy cost grows with the "
-                "number of fits. Use a private hyper-parameter selection method instead.",
-                PrivacyBudgetWarning,
-                stacklevel=3,
-            )
-        elif len(history) > 1:
-            warnings.warn(
-                f"these data have now been used by {len(history)} private fits in this process; by "
-                f"sequential composition the total cost is up to epsilon={sum(history):.4g}.",
-                PrivacyBudgetWarning,
-                stacklevel=3,
-            )
 
     def decision_function(self, X):
         """xᵀw + b on rows clipped to the fitted bounds: shape (n,) for two classes (positive:
@@ -302,43 +330,9 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         return tags
 
 
-def _compose_records(results) -> tuple[dict, list]:
-    """The privacy record of one fit made of the runs ``results`` on the same data.
-
-    One run: its own record.  K one-vs-rest runs (each calibrated to (ε/K, δ/K)):
-    basic sequential composition gives (Σε_k, Σδ_k); for RDP/zCDP runs the
-    accountant's composition of all event logs at δ = Σδ_k is usually tighter
-    and is reported when it is (``composition`` says which one holds).
-    """
-    events = [e for r in results for e in r.events]
-    first = results[0]
-    record = {
-        "epsilon": float(first.privacy.epsilon),
-        "delta": float(first.privacy.delta),
-        "notion": first.privacy.notion,
-        "relation": first.relation,
-        "guarantee": first.guarantee,
-    }
-    if len(results) == 1:
-        return record, events
-    notions = {r.privacy.notion for r in results}
-    relations = {r.relation for r in results}
-    if len(notions) != 1 or len(relations) != 1:  # pragma: no cover - one method gives one notion
-        raise RuntimeError(f"one-vs-rest runs disagree on notion {notions} or relation {relations}")
-    eps_sum = float(sum(r.privacy.epsilon for r in results))
-    delta_sum = float(sum(r.privacy.delta for r in results))
-    record.update(epsilon=eps_sum, delta=delta_sum, composition="basic")
-    if first.privacy.notion in ("rdp", "zcdp") and delta_sum > 0:
-        accountant = RDPAccountant() if first.privacy.notion == "rdp" else ZCDPAccountant()
-        for e in events:
-            accountant.compose(e)
-        replayed = float(accountant.get_epsilon(delta_sum))
-        if replayed < eps_sum:
-            record.update(epsilon=replayed, composition=first.privacy.notion)
-    guarantees = {r.guarantee for r in results}
-    if len(guarantees) > 1:  # the weakest kind holds for the whole fit
-        record["guarantee"] = next(g for g in ("none", "approximate", "conditional", "exact") if g in guarantees)
-    return record, events
+def _weakest(guarantees: set[str]) -> str:
+    """The weakest kind of guarantee among the sub-problems' holds for the whole fit."""
+    return next(g for g in ("none", "approximate", "conditional", "exact") if g in guarantees)
 
 
 class DPLogisticRegression(_DPLinearClassifier):
@@ -371,20 +365,31 @@ class DPLogisticRegression(_DPLinearClassifier):
     random_state:
         Seed or ``numpy.random.Generator`` for the privacy noise; ``None`` draws
         from OS entropy (recommended for a real release).
+    classes:
+        The declared label set (every label that can occur).  A label outside it
+        is refused.  ``None`` reads the set from the data, warns with
+        :class:`PrivacyLeakWarning` and records it in ``disclosed_``.
+    ledger:
+        A :class:`~dpopt.privacy.Ledger` to spend from, shared across fits and
+        estimators (and by scikit-learn clones); ``None`` gives each fit a fresh
+        ledger of exactly (``epsilon``, ``delta``).  Its relation must be the
+        method's (``"replace_one"`` for the accelerated methods, objpert and
+        outpert; ``"add_remove"`` otherwise).
 
     Attributes
     ----------
     coef_, intercept_, classes_:
         As in scikit-learn: ``coef_`` is (1, d) for two classes, (K, d) one-vs-rest for K > 2.
     privacy_spent_:
-        ``{"epsilon", "delta", "notion", "relation", "guarantee"}`` of the fit (K > 2:
-        plus ``"composition"``, ``"basic"`` or the accountant that composed the K runs).
+        ``{"epsilon", "delta", "notion", "relation", "guarantee"}`` of the fit.
     privacy_events_:
-        The event log; the accountant of ``notion`` re-run over it gives ``privacy_spent_``
-        (except where ``composition == "basic"``, whose ε is the sum over the K runs).
-    result_, results_:
-        The optimizer's :class:`~dpopt.result.DPResult` (``result_`` is None for K > 2), and
-        the list of one result per one-vs-rest problem.
+        The fit's event log; the accountant of ``notion`` re-run over it gives ``privacy_spent_``.
+    disclosed_:
+        What the fit read from the data outside the guarantee (undeclared label set or row bound).
+    diagnostics_:
+        Per one-vs-rest problem, the optimizer's exact objective value, trajectory, iteration
+        count and solver statistics: :class:`~dpopt.result.Diagnostics`, labelled non-private and
+        never saved with the model.
 
     Methods :meth:`privacy_record` (JSON-ready record with the event log) and the
     scikit-learn ones; :mod:`dpopt.estimators.persist` saves a fitted estimator as JSON.

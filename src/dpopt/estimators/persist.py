@@ -6,7 +6,7 @@ A model file is one JSON object::
       "format": "dpopt-model", "format_version": 1, "dpopt_version": "0.1.0",
       "estimator": {"class": "DPLogisticRegression", "params": {...}},
       "fitted": {"coef_": [[...]], "intercept_": [...], "classes_": [...], "n_features_in_": d,
-                 "row_bound_": B, "box_": null | [[lower...], [upper...]], "method_": "...", "n_iter_": T},
+                 "row_bound_": B, "box_": null | [[lower...], [upper...]], "method_": "..."},
       "feature_names": [...] | null,
       "preprocessing": <TableSchema.to_dict()> | null,
       "privacy": {"method", "epsilon", "delta", "notion", "relation", "guarantee", "events": [...],
@@ -17,8 +17,12 @@ A model file is one JSON object::
 ``privacy`` is the estimator's :meth:`privacy_record` (``privacy_spent_`` and
 the event log ``privacy_events_``: ``dpopt account --events MODEL.json``
 re-accounts it) plus ``disclosed``, the list of quantities the file releases
-*outside* that guarantee (e.g. category sets or numeric ranges read from the
-data, the row count).  Files are written atomically: a temporary file in the
+*outside* that guarantee (e.g. a label set, numeric ranges or a row count
+read from the data).  A model file holds what is released and nothing else:
+the estimator's ``diagnostics_`` (exact objective values, trajectories,
+solver statistics, iteration counts: non-private) are never written, and
+neither is the ``ledger`` parameter (a budget, not a model parameter).
+Files are written atomically: a temporary file in the
 same folder, renamed into place, so an interrupted save leaves no partial model.
 """
 
@@ -36,6 +40,7 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from ..privacy import events as ev
+from ..result import Diagnostics
 from .linear import DPHuberSVC, DPLogisticRegression
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "ModelFormatError", "SavedModel", "model_to_dict", "save_model", "load_model"]
@@ -86,6 +91,7 @@ def _params(estimator) -> dict:
     params = estimator.get_params(deep=False)
     if isinstance(params.get("random_state"), np.random.Generator | np.random.RandomState):
         params["random_state"] = None  # a generator's state is not a parameter worth keeping
+    params["ledger"] = None  # a budget shared with other fits, not part of the model
     return {k: _json_scalar(v) for k, v in params.items()}
 
 
@@ -116,7 +122,6 @@ def model_to_dict(
         "row_bound_": _json_scalar(estimator.row_bound_),
         "box_": None if box is None else [_json_scalar(box[0]), _json_scalar(box[1])],
         "method_": estimator.method_,
-        "n_iter_": int(estimator.n_iter_),
     }
     if feature_names is not None and len(feature_names) != estimator.n_features_in_:
         raise ValueError(f"feature_names has {len(feature_names)} names for {estimator.n_features_in_} features")
@@ -130,7 +135,9 @@ def model_to_dict(
         "fitted": fitted,
         "feature_names": None if feature_names is None else [str(f) for f in feature_names],
         "preprocessing": None if preprocessing is None else dict(preprocessing),
-        "privacy": {**_json_scalar(estimator.privacy_record()), "disclosed": [str(d) for d in disclosed]},
+        "privacy": _json_scalar(
+            {**estimator.privacy_record(), "disclosed": [*estimator.disclosed_, *map(str, disclosed)]}
+        ),
         "data": {} if data is None else _json_scalar(dict(data)),
     }
 
@@ -207,15 +214,12 @@ def load_model(path) -> SavedModel:
         estimator.row_bound_ = float(_require(fitted, "row_bound_", where))
         estimator._box_ = None if box is None else (np.asarray(box[0], float), np.asarray(box[1], float))
         estimator.method_ = _require(fitted, "method_", where)
-        estimator.n_iter_ = int(fitted.get("n_iter_", 0))
         estimator.privacy_spent_ = {
-            k: privacy[k]
-            for k in ("epsilon", "delta", "notion", "relation", "guarantee", "composition")
-            if k in privacy
+            k: privacy[k] for k in ("epsilon", "delta", "notion", "relation", "guarantee") if k in privacy
         }
         estimator.privacy_events_ = [ev.from_dict(e) for e in privacy.get("events", [])]
-        estimator.results_ = []
-        estimator.result_ = None
+        estimator.disclosed_ = [str(d) for d in privacy.get("disclosed", [])]
+        estimator.diagnostics_ = Diagnostics()  # never stored in a model file
     except ModelFormatError:
         raise
     except (TypeError, ValueError, KeyError, IndexError) as exc:
