@@ -252,9 +252,7 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         classes, disclosed = self._label_set(y)
         self._box_ = self._box(X.shape[1])
         disclosed += self._row_bound(X)
-        budget = open_fit(
-            self.ledger, epsilon, delta, notion=notion_of(method, delta), relation=relation_of(method)
-        )
+        budget = open_fit(self.ledger, epsilon, delta, notion=notion_of(method, delta), relation=relation_of(method))
         # Binary: one problem, classes[1] positive.  K > 2: one-vs-rest, each on a child budget (ε/K, δ/K).
         positives = classes[1:] if len(classes) == 2 else classes
         Z = self._design(X)

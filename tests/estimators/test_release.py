@@ -1,0 +1,348 @@
+"""The release test of the estimators: what a fit releases must not depend on one record.
+
+For every estimator and every method, a fit on D and on a neighbour D′ (one
+record replaced by an extreme one: a new label, a missing value, a
+non-numeric value, a row of norm 1e12, a duplicate of another row) either
+
+* releases objects of identical *structure* — shapes, dtypes, class sets, the
+  privacy record's notion/relation/guarantee and events, the disclosed list,
+  the warnings, the keys of the saved model file — or
+* is refused with a one-line error before anything is spent.
+
+What is not declared (label set, row bound) is read from the data only with a
+:class:`PrivacyLeakWarning` and a ``disclosed_`` entry, on D and D′ alike.
+Then: the label set and the shared ledger (issue 14 finding 1), the
+non-private diagnostics (finding 6), and a statistical audit of the released
+coefficients at n = 4 (the engine of :mod:`dpopt.privacy.audit`).
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+from dpopt.estimators import METHODS, DPHuberSVC, DPLogisticRegression, PrivacyLeakWarning
+from dpopt.estimators import linear as linear_module
+from dpopt.estimators._dispatch import ACCELERATED, needs_delta, notion_of, relation_of
+from dpopt.estimators.persist import model_to_dict
+from dpopt.privacy import BudgetExceededError, Ledger, PureDPAccountant, RDPAccountant, ZCDPAccountant
+from dpopt.privacy import events as ev
+from dpopt.privacy.audit import AuditTarget, audit
+from dpopt.result import NON_PRIVATE, Diagnostics
+
+N, D = 40, 3
+CLASSES = ["no", "yes"]
+# Methods whose event log is fixed by the plan (the others adapt their steps to noisy answers,
+# so the number of events is itself a private output and may differ between D and D').
+PLANNED = (*ACCELERATED, "dp-sgd", "objpert", "outpert")
+# Keep every run short: the structure does not depend on the number of iterations.
+SHORT = {
+    **{m: {"iterations": 20} for m in ACCELERATED},
+    "dp-sgd": {"steps": 20},
+    **{m: {"max_iter": 15} for m in ("dp-blsgd", "dp-blgd", "dp-blsgd-ac", "dp-agd")},
+}
+
+
+def _data():
+    rng = np.random.default_rng(0)
+    X = rng.random((N, D))
+    y = np.where(X @ [1.0, -1.0, 0.5] > 0.25, "yes", "no")
+    return X, y
+
+
+def _neighbour(kind: str):
+    """D' = D with record 0 replaced by an extreme one of the given kind."""
+    X, y = _data()
+    X, y = X.astype(object) if kind == "non-numeric" else X.copy(), y.astype(object)
+    if kind == "new label":
+        y[0] = "maybe"
+    elif kind == "missing value":
+        X[0, 1] = np.nan
+    elif kind == "non-numeric":
+        X[0, 1] = "abc"
+    elif kind == "norm 1e12":
+        X[0] = 1e12 / np.sqrt(D)
+    elif kind == "duplicated row":
+        X[0], y[0] = X[1], y[1]
+    return X, y
+
+
+NEIGHBOURS = ("new label", "missing value", "non-numeric", "norm 1e12", "duplicated row")
+# With the label set and the row bound declared, these neighbours are refused (nothing spent).
+REFUSED = {"new label": "outside the declared classes", "missing value": "NaN", "non-numeric": "could not convert"}
+
+
+def _skeleton(obj, drop_events: bool):
+    """The structure of a JSON-like object: floats become their type, other leaves stay."""
+    if isinstance(obj, dict):
+        return {k: _skeleton(v, drop_events) for k, v in obj.items() if not (drop_events and k == "events")}
+    if isinstance(obj, list):
+        return [_skeleton(v, drop_events) for v in obj]
+    return "float" if isinstance(obj, float) else obj
+
+
+def _fit(cls, method, X, y, **params):
+    delta = 1e-5 if needs_delta(method) else 0.0
+    est = cls(epsilon=1.0, delta=delta, method=method, random_state=0, method_params=SHORT.get(method), **params)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.fit(X, y)
+    return est, sorted((w.category.__name__, str(w.message)) for w in caught)
+
+
+def _structure(est, caught, method) -> dict:
+    adaptive = method not in PLANNED
+    spent = dict(est.privacy_spent_)
+    assert spent["epsilon"] <= 1.0 * (1 + 1e-12)
+    spent.pop("epsilon")
+    return {
+        "coef": (est.coef_.shape, est.coef_.dtype.str),
+        "intercept": (est.intercept_.shape, est.intercept_.dtype.str),
+        "classes": (est.classes_.tolist(), est.classes_.dtype.kind),
+        "n_features_in": est.n_features_in_,
+        "privacy": spent,
+        "events": sorted({type(e).__name__ for e in est.privacy_events_}) if adaptive else est.privacy_events_,
+        "disclosed": est.disclosed_,
+        "warnings": caught,
+        "attributes": sorted(k for k in vars(est) if k.endswith("_") and not k.startswith("_")),
+        "model file": _skeleton(json.loads(json.dumps(model_to_dict(est))), drop_events=adaptive),
+    }
+
+
+CASES = [(cls, m) for i, m in enumerate(METHODS) for cls in ((DPLogisticRegression, DPHuberSVC)[i % 2],)]
+
+
+@pytest.mark.parametrize("cls, method", CASES, ids=[f"{c.__name__}-{m}" for c, m in CASES])
+def test_declared_release_has_the_same_structure_on_neighbours(cls, method):
+    declared = {"classes": CLASSES, "data_norm": 1.0}
+    base = _structure(*_fit(cls, method, *_data(), **declared), method)
+    assert base["warnings"] == [] and base["disclosed"] == []
+    assert base["privacy"]["relation"] == relation_of(method)
+    assert base["privacy"]["notion"] == notion_of(method, 1e-5 if needs_delta(method) else 0.0)
+    for kind in NEIGHBOURS:
+        X, y = _neighbour(kind)
+        ledger = Ledger(10.0, 1e-3, "rdp", relation=relation_of(method))
+        if kind in REFUSED:
+            with pytest.raises(ValueError, match=REFUSED[kind]) as info:
+                _fit(cls, method, X, y, ledger=ledger, **declared)
+            assert "\n" not in str(info.value) or kind == "missing value"  # scikit-learn's NaN message
+            assert ledger.events == []  # refused before anything was spent
+        else:
+            assert _structure(*_fit(cls, method, X, y, **declared), method) == base, kind
+
+
+@pytest.mark.parametrize("method", ["dp-nag-opt", "dp-sgd"])
+def test_undeclared_release_warns_and_discloses_on_every_neighbour(method):
+    """Without classes= and data_norm=, both are read from the data: always warned and disclosed,
+    and the only structural difference between neighbours is inside what is disclosed."""
+    base_est, base_warnings = _fit(DPLogisticRegression, method, *_data())
+    for kind in ("new label", "norm 1e12", "duplicated row"):
+        est, caught = _fit(DPLogisticRegression, method, *_neighbour(kind))
+        for est_, caught_ in ((base_est, base_warnings), (est, caught)):
+            assert [c for c, _ in caught_] == ["PrivacyLeakWarning", "PrivacyLeakWarning"]
+            assert len(est_.disclosed_) == 2
+            assert "label set" in est_.disclosed_[0] and "row norm" in est_.disclosed_[1]
+            assert json.loads(json.dumps(model_to_dict(est_)))["privacy"]["disclosed"] == est_.disclosed_
+        if kind == "new label":  # the disclosed label set is what differs
+            assert est.classes_.tolist() == ["maybe", "no", "yes"] and est.coef_.shape == (3, D)
+
+
+def test_dispatch_tables_match_the_families():
+    """relation_of/notion_of (used to refuse a mismatched ledger before any noise) agree with what
+    every method reports."""
+    X, y = _data()
+    for method in METHODS:
+        est, _ = _fit(DPLogisticRegression, method, X, y, classes=CLASSES, data_norm=1.0)
+        delta = 1e-5 if needs_delta(method) else 0.0
+        assert est.privacy_spent_["relation"] == relation_of(method), method
+        assert est.privacy_spent_["notion"] == notion_of(method, delta), method
+
+
+# -- finding 1: the label set and the ledger ------------------------------------------------------
+
+
+def test_undeclared_label_set_warns_and_is_disclosed():
+    X, y = _data()
+    with pytest.warns(PrivacyLeakWarning, match="label set was read from the data"):
+        est = DPLogisticRegression(epsilon=1.0, data_norm=1.0, random_state=0).fit(X, y)
+    assert est.disclosed_ == ["the label set ['no', 'yes'] was read from the data (classes= not declared)"]
+    assert model_to_dict(est)["privacy"]["disclosed"] == est.disclosed_
+
+
+def test_declared_label_set_fixes_the_shape_and_refuses_other_labels():
+    X, y = _data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing read from the data: no warning
+        est = DPLogisticRegression(epsilon=1.0, data_norm=1.0, classes=["no", "yes", "maybe"], random_state=0)
+        est.fit(X, y)  # "maybe" never occurs: still three one-vs-rest problems
+    assert est.classes_.tolist() == ["maybe", "no", "yes"] and est.coef_.shape == (3, D)
+    assert est.disclosed_ == []
+    y[0] = "never"
+    with pytest.raises(ValueError, match=r"label outside the declared classes \['maybe', 'no', 'yes'\]"):
+        est.fit(X, y)
+    for bad in (["yes"], ["a", "a"], "yes", [["a", "b"]]):
+        with pytest.raises(ValueError, match="classes must be a list of at least 2 distinct labels"):
+            DPLogisticRegression(classes=bad, data_norm=1.0).fit(X, y)
+
+
+def test_one_vs_rest_spends_one_ledger_whose_log_is_the_record():
+    X, y = _data()
+    y = y.astype(object)
+    y[:10] = "maybe"
+    ledger = Ledger(3.0, relation="replace_one")
+    est = DPLogisticRegression(
+        epsilon=2.0, method="dp-nag-opt", data_norm=1.0, classes=["maybe", "no", "yes"], ledger=ledger, random_state=0
+    ).fit(X, y)
+    assert ledger.events == est.privacy_events_ and len(est.privacy_events_) == 3  # one event per problem
+    acc = PureDPAccountant()
+    for e in ledger.events:
+        acc.compose(e)
+    assert acc.get_epsilon() == pytest.approx(est.privacy_spent_["epsilon"], rel=1e-12)
+    assert est.privacy_spent_["epsilon"] == pytest.approx(2.0, rel=1e-9)
+
+
+@pytest.mark.parametrize("accountant, delta, method", [("pure", 0.0, "dp-gd"), ("rdp", 1e-6, "dp-sgd")])
+def test_two_estimators_sharing_a_ledger_refuse_the_overspending_fit_before_any_noise(accountant, delta, method):
+    X, y = _data()
+    ledger = Ledger(1.0, delta, accountant, relation=relation_of(method))
+    first = DPHuberSVC(epsilon=0.6, delta=delta, method=method, data_norm=1.0, classes=CLASSES, ledger=ledger)
+    first.set_params(method_params=SHORT[method], random_state=0).fit(X, y)
+    spent = ledger.spent().epsilon
+    assert spent == pytest.approx(first.privacy_spent_["epsilon"]) and ledger.events == first.privacy_events_
+    rng = np.random.default_rng(5)
+    state = rng.bit_generator.state
+    second = DPLogisticRegression(epsilon=0.6, delta=delta, method=method, data_norm=1.0, classes=CLASSES)
+    second.set_params(ledger=ledger, random_state=rng)
+    with pytest.raises(BudgetExceededError, match="nothing was spent"):
+        second.fit(X, y)
+    assert rng.bit_generator.state == state  # no noise was drawn
+    assert ledger.spent().epsilon == spent and not hasattr(second, "coef_")
+
+
+def test_a_fit_that_raises_spends_nothing(monkeypatch):
+    X, y = _data()
+    y = y.astype(object)
+    y[:10] = "maybe"
+    ledger = Ledger(5.0, relation="replace_one")
+    calls = []
+    real = linear_module.fit_linear
+
+    def failing_second_problem(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("interrupted")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(linear_module, "fit_linear", failing_second_problem)
+    est = DPLogisticRegression(epsilon=3.0, method="dp-gd", data_norm=1.0, classes=["maybe", "no", "yes"])
+    est.set_params(ledger=ledger, random_state=0, method_params={"iterations": 5})
+    with pytest.raises(RuntimeError, match="interrupted"):
+        est.fit(X, y)
+    assert len(calls) == 2 and ledger.events == [] and ledger.spent().epsilon == 0.0
+
+
+def test_ledger_of_another_relation_or_accountant_is_refused_before_the_fit():
+    X, y = _data()
+    for ledger, match in (
+        (Ledger(5.0, relation="add_remove"), "relation"),
+        (Ledger(5.0, relation="add_remove"), "epsilon, delta"),
+        ("budget", "ledger must be"),
+    ):
+        method = "dp-gd" if match == "relation" else "dp-sgd"
+        est = DPLogisticRegression(method=method, delta=1e-6, data_norm=1.0, classes=CLASSES, ledger=ledger)
+        with pytest.raises((ValueError, TypeError), match=match):
+            est.fit(X, y)
+
+
+# -- finding 6: non-private statistics stay out of what is released ----------------------------------
+
+NON_PRIVATE_KEYS = ("fun", "trajectory", "info", "rows_projected", "grad_norm", "n_iter_", "nit", "diagnostics")
+
+
+def _keys(obj) -> set:
+    if isinstance(obj, dict):
+        return set(obj) | {k for v in obj.values() for k in _keys(v)}
+    if isinstance(obj, list):
+        return {k for v in obj for k in _keys(v)}
+    return set()
+
+
+@pytest.mark.parametrize("method", ["objpert", "outpert", "dp-nag-opt", "dp-blgd"])
+def test_diagnostics_are_labelled_and_never_saved(method):
+    X, y = _data()
+    est, _ = _fit(DPLogisticRegression, method, X, y, classes=CLASSES, data_norm=1.0)
+    saved = model_to_dict(est)
+    assert not _keys(saved) & set(NON_PRIVATE_KEYS), _keys(saved) & set(NON_PRIVATE_KEYS)
+    assert not hasattr(est, "results_") and not hasattr(est, "n_iter_")
+    assert isinstance(est.diagnostics_, Diagnostics) and est.diagnostics_.label == NON_PRIVATE
+    assert "NON-PRIVATE" in repr(est.diagnostics_)
+    problem = est.diagnostics_["problems"][0]
+    assert {"fun", "trajectory", "info", "nit"} <= set(problem) and np.isfinite(problem["fun"])
+
+
+def test_result_release_holds_only_the_solution_and_its_record():
+    X, y = _data()
+    from dpopt.estimators._dispatch import fit_linear
+
+    result = fit_linear(
+        "objpert", "logistic", X / np.sqrt(D), np.where(y == "yes", 1.0, -1.0), epsilon=1.0, delta=0.0,
+        regularization=1e-3, rng=np.random.default_rng(0), params={},
+    )  # fmt: skip
+    released = result.release()
+    assert set(released) == {"x", "privacy"} and not _keys(released["privacy"]) & {"fun", "info", "trajectory"}
+    assert set(result.diagnostics) == {"fun", "trajectory", "info", "nit"}
+    assert "rows_projected" in result.diagnostics["info"] and isinstance(result.diagnostics, Diagnostics)
+
+
+# -- a statistical audit of the released coefficients at n = 4 --------------------------------------
+
+EPSILON = 1.0
+AUDIT_DATA = (np.ones((4, 1)), np.ones(4, dtype=int))
+# Replace one record by one with the other label: at w = 0 the Huberized hinge's per-record
+# gradient is -y x, so the mean gradient moves by exactly its sensitivity 2/n (tight worst case).
+AUDIT_NEIGHBOUR = (np.ones((4, 1)), np.array([0, 1, 1, 1]))
+
+
+def _audit_target(noise_epsilon: float) -> AuditTarget:
+    """R fits of DPHuberSVC (dp-gd, one step) released as coef_; the claim is the fit's own ledger,
+    except for the twin (``noise_epsilon`` ≠ ε: too little noise), which claims ε."""
+
+    def run(data, repetitions, rng):
+        X, y = data
+        out = np.empty(repetitions)
+        for r in range(repetitions):
+            est = DPHuberSVC(
+                epsilon=noise_epsilon, method="dp-gd", data_norm=1.0, classes=[0, 1], fit_intercept=False,
+                method_params={"iterations": 1}, random_state=rng,
+            ).fit(X, y)  # fmt: skip
+            out[r] = est.coef_[0, 0]
+        claim = Ledger(EPSILON, relation=est.privacy_spent_["relation"])
+        for event in est.privacy_events_ if noise_epsilon == EPSILON else [ev.PureDP(EPSILON)]:
+            claim.charge(event)
+        return out, claim
+
+    return AuditTarget("DPHuberSVC dp-gd coef_", run, AUDIT_DATA, AUDIT_NEIGHBOUR, samples=700, batch_size=700)
+
+
+def test_audit_of_released_coefficients_passes_and_a_twin_with_half_the_noise_fails():
+    correct = audit(_audit_target(EPSILON), seed=3, confidence=0.95)
+    assert correct.epsilon == pytest.approx(EPSILON) and correct.relation == "replace_one"
+    assert correct.passes, str(correct)
+    twin = audit(_audit_target(2 * EPSILON), seed=3, confidence=0.95)
+    assert not twin.passes, str(twin)
+
+
+def test_replay_accountants_agree_with_every_notion():
+    """The record of each notion replays with its accountant (the log is the record)."""
+    X, y = _data()
+    for method, accountant in (("dp-gd", PureDPAccountant), ("dp-sgd", RDPAccountant), ("dp-agd", ZCDPAccountant)):
+        est, _ = _fit(DPLogisticRegression, method, X, y, classes=CLASSES, data_norm=1.0)
+        acc = accountant()
+        for e in est.privacy_events_:
+            acc.compose(e)
+        spent = est.privacy_spent_
+        replayed = acc.get_epsilon() if spent["notion"] == "pure" else acc.get_epsilon(spent["delta"])
+        assert replayed == pytest.approx(spent["epsilon"], rel=1e-9), method
