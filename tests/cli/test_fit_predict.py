@@ -2,7 +2,8 @@
 
 Every test runs the console script in a subprocess (``shutil.which("dpopt")``,
 else ``python -m dpopt``) on a small CSV written into ``tmp_path``: numeric and
-categorical columns, a string target, one row with a missing value.
+categorical columns, a string target, one row with a missing value.  The
+release test of ``dpopt fit`` (neighbouring files) is in test_release.py.
 """
 
 from __future__ import annotations
@@ -57,8 +58,9 @@ def dpopt_many(commands, cwd) -> list[subprocess.CompletedProcess]:
 
 
 N = 300
-FIT = ["fit", "--data", "train.csv", "--target", "income"]
 CITIES = ("Paris", "Rome", "Oslo")
+DECLARED = ["--bounds", "age=17:90", "hours=0:100", "--categories", "city=" + ",".join(CITIES)]
+FIT = ["fit", "--data", "train.csv", "--target", "income", *DECLARED]
 
 
 def _table(rng, n):
@@ -75,7 +77,7 @@ def work(tmp_path_factory):
     """A training CSV (with one missing value), a CSV of new rows, and a fitted model."""
     root = tmp_path_factory.mktemp("fitpredict")
     rows = _table(np.random.default_rng(0), N)
-    rows[7][1] = ""  # a missing number: the row is dropped at fit time
+    rows[7][1] = ""  # a missing number: imputed at fit time, the row is kept
     with open(root / "train.csv", "w", newline="") as fh:
         csv.writer(fh).writerows([["age", "hours", "city", "income"], *rows])
     new = [
@@ -90,7 +92,7 @@ def work(tmp_path_factory):
     fit = dpopt(
         "fit",
         "--data", "train.csv", "--target", "income", "--epsilon", "4", "--bounds", "age=17:90",
-        "--seed", "0", "--out", "model.json",
+        "--numeric", "hours", "--categories", "city=Paris,Rome,Oslo", "--seed", "0", "--out", "model.json",
         cwd=root,
     )  # fmt: skip
     return root, fit
@@ -99,10 +101,11 @@ def work(tmp_path_factory):
 def test_fit_writes_a_model_with_its_privacy_record(work):
     root, fit = work
     assert fit.returncode == 0, fit.stderr
-    # "hours" has no declared range: one clear warning about the privacy leak
+    # "hours" has no declared range and the labels no declared set: one clear warning each
     warnings = [line for line in fit.stderr.splitlines() if "warning" in line]
-    assert len(warnings) == 1 and "hours" in warnings[0] and "leaks privacy" in warnings[0]
+    assert len(warnings) == 2 and "hours" in warnings[0] and "leaks privacy" in warnings[0]
     assert "--bounds hours=LO:HI" in warnings[0]
+    assert "label set was read from the data" in warnings[1] and "--classes A,B,..." in warnings[1]
     assert "epsilon = 4" in fit.stdout and "saved      model.json" in fit.stdout
     model = json.loads((root / "model.json").read_text())
     assert model["format"] == "dpopt-model" and model["format_version"] == 1 and model["dpopt_version"]
@@ -112,14 +115,15 @@ def test_fit_writes_a_model_with_its_privacy_record(work):
     assert 0 < privacy["epsilon"] <= 4.0 * (1 + 1e-9) and privacy["delta"] == 0.0
     assert privacy["notion"] == "pure" and privacy["relation"] in ("replace_one", "add_remove")
     assert privacy["method"] == "dp-nag-opt" and privacy["events"]
-    disclosed = " ".join(privacy["disclosed"])
-    assert "hours" in disclosed and "category sets of city" in disclosed and "299" in disclosed
+    disclosed = privacy["disclosed"]
+    assert len(disclosed) == 2 and "['high', 'low']" in disclosed[0] and "hours" in disclosed[1]
     assert model["fitted"]["classes_"] == ["high", "low"]
     assert len(model["fitted"]["coef_"][0]) == len(model["feature_names"]) == 5
-    assert model["data"]["rows"] == N - 1 and model["data"]["rows_dropped"] == 1 and model["data"]["columns"] == 3
+    assert model["data"]["rows"] == N and model["data"]["columns"] == 3 and model["data"]["missing"] == "impute"
     columns = {c["name"]: c for c in model["preprocessing"]["columns"]}
     assert columns["age"] == {"name": "age", "kind": "numeric", "source": "declared", "bounds": [17.0, 90.0]}
-    assert columns["hours"]["source"] == "data" and columns["city"]["categories"] == sorted(CITIES)
+    assert columns["hours"]["source"] == "data"
+    assert columns["city"] == {"name": "city", "kind": "categorical", "source": "declared", "categories": list(CITIES)}
     assert not [p for p in root.iterdir() if p.name.endswith(".tmp")]
 
 
@@ -137,8 +141,8 @@ def test_predict_applies_the_model_and_the_account_reads_it(work):
     assert pred.returncode == 0, pred.stderr
     assert "wrote 5 predictions to pred.csv" in pred.stdout
     notes = pred.stderr.splitlines()
-    assert any("1 row(s) had a missing number" in line for line in notes)
-    assert any("1 row(s) had a category not seen" in line for line in notes)
+    assert any("1 row(s) had a missing value" in line for line in notes)
+    assert any("1 row(s) had a category outside the model's categories" in line for line in notes)
     with open(root / "pred.csv", newline="") as fh:
         rows = list(csv.reader(fh))
     assert rows[0] == ["income", "proba_high", "proba_low"]
@@ -149,7 +153,7 @@ def test_predict_applies_the_model_and_the_account_reads_it(work):
         assert p_high + p_low == pytest.approx(1.0, abs=1e-5)
         assert r[0] == ("high" if p_high > p_low else "low")
 
-    # On the training file (target column ignored; the row with a missing number is imputed, not dropped)
+    # On the training file (target column ignored; the row with a missing number is imputed, as at fit time)
     assert train_pred.returncode == 0, train_pred.stderr
     lines = train_pred.stdout.splitlines()
     assert lines[0] == "income" and len(lines) == 1 + N and set(lines[1:]) <= {"high", "low"}
@@ -171,7 +175,7 @@ def test_multiclass_huber_svc_to_stdout(tmp_path, capsys, monkeypatch):
     fit = dpopt(
         "fit",
         "--data", "three.csv", "--target", "label", "--epsilon", "30", "--model", "huber-svc",
-        "--method", "dp-nag-opt", "--bounds", "x=0:1", "--seed", "1", "--quiet",
+        "--method", "dp-nag-opt", "--bounds", "x=0:1", "--classes", "a,b,c", "--seed", "1", "--quiet",
         cwd=tmp_path,
     )  # fmt: skip
     assert fit.returncode == 0 and fit.stdout == "" and fit.stderr == "", fit.stderr
@@ -191,24 +195,38 @@ def test_multiclass_huber_svc_to_stdout(tmp_path, capsys, monkeypatch):
     assert err.count("\n") == 1 and "DPHuberSVC models give no probabilities" in err
 
 
+BAD_CITY = ["--categories", "city=Paris,Rome,Oslo"]
 BAD_INPUT = {
     "missing file": (["fit", "--data", "absent.csv", "--target", "income", "--epsilon", "1"], "no such file"),
     "unknown column": (["fit", "--data", "train.csv", "--target", "salary", "--epsilon", "1"], "'salary' not found"),
     "non-numeric": (
-        ["fit", "--data", "bad.csv", "--target", "label", "--epsilon", "1", "--bounds", "age=0:120"],
+        ["fit", "--data", "bad.csv", "--target", "label", "--epsilon", "1", "--bounds", "age=0:120", *BAD_CITY],
         "non-numeric value 'abc'",
     ),
     "non-numeric declared": (
-        ["fit", "--data", "bad.csv", "--target", "label", "--epsilon", "1", "--numeric", "age"],
+        ["fit", "--data", "bad.csv", "--target", "label", "--epsilon", "1", "--numeric", "age", *BAD_CITY],
         "non-numeric value 'abc'",
     ),
+    "undeclared column": (
+        ["fit", "--data", "bad.csv", "--target", "label", "--epsilon", "1", *BAD_CITY],
+        "column(s) ['age'] have no declared type",
+    ),
+    "label outside classes": (
+        ["fit", "--data", "one.csv", "--target", "label", "--epsilon", "1", "--bounds", "age=0:99", "--classes", "a,b"],
+        "'label' has a label outside the declared classes ['a', 'b']",
+    ),
+    "bad classes": ([*FIT, "--epsilon", "1", "--classes", "high"], "--classes must list at least 2"),
+    "missing refused": ([*FIT, "--epsilon", "1", "--missing", "error"], "missing values (counts per column)"),
     "epsilon zero": ([*FIT, "--epsilon", "0"], "--epsilon must be in (0, inf)"),
     "epsilon negative": ([*FIT, "--epsilon", "-2"], "--epsilon must be in (0, inf)"),
     "delta one": ([*FIT, "--epsilon", "1", "--delta", "1"], "--delta must be in [0, 1)"),
     "delta negative": ([*FIT, "--epsilon", "1", "--delta", "-0.1"], "--delta must be in [0, 1)"),
     "method needs delta": ([*FIT, "--epsilon", "1", "--method", "dp-blsgd"], "give --delta > 0"),
     "unknown method": ([*FIT, "--epsilon", "1", "--method", "newton"], "unknown --method 'newton'"),
-    "one class": (["fit", "--data", "one.csv", "--target", "label", "--epsilon", "1"], "fewer than 2 classes"),
+    "one class": (
+        ["fit", "--data", "one.csv", "--target", "label", "--epsilon", "1", "--bounds", "age=0:99"],
+        "fewer than 2 classes",
+    ),
     "bad bounds": ([*FIT, "--epsilon", "1", "--bounds", "age=90:17"], "LO < HI"),
     "bounds unknown column": ([*FIT, "--epsilon", "1", "--bounds", "weight=1:2"], "unknown feature column"),
     "output folder missing": ([*FIT, "--epsilon", "1", "--out", "nowhere/m.json"], "does not exist"),

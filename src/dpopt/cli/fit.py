@@ -5,18 +5,33 @@ text columns one-hot), fits DPLogisticRegression or DPHuberSVC with the given
 privacy budget and saves the model with its privacy record; ``dpopt predict``
 applies it to new rows.
 
-Privacy of the preprocessing.  Numeric ranges should be DECLARED from domain
-knowledge (``--bounds age=17:90 hours=1:99`` or a JSON file ``{"age": [17, 90]}``):
-values are clipped into them.  A numeric column without a declared range is
-scaled by the data's own min and max, which leaks privacy outside the
-guarantee; ``dpopt fit`` warns and stores that range in the model.  Category
-sets of text columns (and the class labels) are read from the data unless
-declared with ``--categories city=Paris,Rome,Oslo`` (or a JSON file): this is
-a disclosed, non-private step — the model lists the categories it has seen,
-and its privacy record says so under ``disclosed`` (as diffprivlib does, the
-practical choice is to disclose rather than refuse).  The row bound used for
-clipping is the public schema constant √(number of columns) unless
-``--data-norm`` declares a smaller one.
+Privacy of the preprocessing: nothing about the data's structure is read from
+the data without a warning and a record in the model.
+
+* Column types and category sets are DECLARED, never inferred: each feature
+  column is numeric with a range (``--bounds age=17:90 hours=1:99`` or a JSON
+  file ``{"age": [17, 90]}``; values are clipped into it), numeric without one
+  (``--numeric hours``: its min and max are read from the data, which leaks
+  privacy outside the guarantee — warned and recorded under ``disclosed``), or
+  categorical with its categories (``--categories city=Paris,Rome,Oslo`` or a
+  JSON file; another value encodes as all zeros).  An undeclared column is
+  refused.
+* The label set is declared with ``--classes yes,no``; a label outside it is
+  refused.  Without it the labels are read from the data (warned, disclosed).
+* Missing values are handled per record, without changing the number of rows:
+  ``--missing impute`` (default: the middle of a numeric column's declared
+  range, an all-zero block for a category) or ``--missing indicator`` (zeros
+  plus one 0/1 feature per column).  ``--missing drop`` drops incomplete rows:
+  the number of rows left is then read from the data — warned, disclosed, and
+  the guarantee holds between data sets with the same number of complete rows.
+  ``--missing error`` refuses a file with missing values.
+* The row bound used for clipping is the public schema constant
+  √(number of columns) unless ``--data-norm`` declares a smaller one.
+
+Privacy warnings go to standard error and are never silenced by ``--quiet``.
+The model file holds the coefficients, the schema, the privacy record and
+what was disclosed; no statistic computed from the data outside the guarantee
+(objective values, iteration counts, counts of rows with missing values).
 """
 
 from __future__ import annotations
@@ -84,13 +99,24 @@ def add_data_arguments(p) -> None:
         metavar="COL=A,B,...",
         help='declared category sets, e.g. city=Paris,Rome,Oslo, or one JSON file {"city": [...]}',
     )
-    p.add_argument("--numeric", nargs="+", default=(), metavar="COL", help="treat these columns as numeric")
-    p.add_argument("--categorical", nargs="+", default=(), metavar="COL", help="treat these columns as categorical")
+    p.add_argument(
+        "--numeric",
+        nargs="+",
+        default=(),
+        metavar="COL",
+        help="numeric columns without a declared range (min/max read from the data: warned and disclosed)",
+    )
+    p.add_argument(
+        "--classes",
+        metavar="A,B,...",
+        help="the declared label set (a label outside it is refused; default: read from the data, disclosed)",
+    )
     p.add_argument(
         "--missing",
-        default="drop",
-        choices=("drop", "category", "error"),
-        help="rows with missing values: drop them (default), keep a missing text value as category '?', or refuse",
+        default="impute",
+        choices=("impute", "indicator", "drop", "error"),
+        help="missing values: impute a public value per record (default), add a missing-indicator feature per "
+        "column, drop incomplete rows (n read from the data: disclosed), or refuse",
     )
     p.add_argument(
         "--data-norm",
@@ -103,7 +129,7 @@ def add_data_arguments(p) -> None:
 
 def warn(command: str, message: str) -> None:
     """A one-line warning on stderr (privacy warnings are shown even with ``--quiet``)."""
-    print(f"dpopt {command}: warning: {message}", file=sys.stderr)
+    print(f"dpopt {command}: warning: {' '.join(message.split())}", file=sys.stderr)
 
 
 def read_table(path: Path, delimiter: str) -> tuple[dict[str, np.ndarray], int]:
@@ -166,6 +192,16 @@ def parse_categories(spec) -> dict[str, list[str]]:
     return out
 
 
+def parse_classes(spec: str | None) -> list[str] | None:
+    """``"yes,no"`` → ``["no", "yes"]`` (labels are compared as the CSV's strings)."""
+    if spec is None:
+        return None
+    labels = [c.strip() for c in spec.split(",")]
+    if len(labels) < 2 or not all(labels) or len(set(labels)) != len(labels):
+        raise UserError(f"--classes must list at least 2 distinct non-empty labels A,B,..., got {spec!r}")
+    return sorted(labels)
+
+
 def _split_item(item: str, option: str, form: str) -> tuple[str, str]:
     name, sep, value = item.rpartition("=")
     if not sep or not name.strip():
@@ -196,8 +232,8 @@ def _check_budget(args) -> tuple[str, float, float]:
     return method, epsilon, delta
 
 
-def disclosures(schema, classes, n_rows: int, relation: str) -> list[str]:
-    """What the model file releases outside the privacy guarantee (stored in its privacy record)."""
+def disclosures(schema, n_rows: int, dropped: bool) -> list[str]:
+    """What the preprocessing releases outside the privacy guarantee (stored in the model's privacy record)."""
     out = []
     derived = schema.data_derived_bounds
     if derived:
@@ -205,38 +241,31 @@ def disclosures(schema, classes, n_rows: int, relation: str) -> list[str]:
             "numeric ranges (min, max) of " + ", ".join(derived) + " were computed from the data and are "
             "stored in the model: not covered by the guarantee (declare them with --bounds)"
         )
-    cats = schema.data_derived_categories
-    if cats:
+    if dropped:
         out.append(
-            "the category sets of " + ", ".join(cats) + " were read from the data and are stored in the model "
-            "(they show which values occur): a disclosed non-private step (declare them with --categories)"
+            f"--missing drop: the number of complete rows ({n_rows}) was read from the data and is stored in the "
+            "model; the guarantee holds between data sets with the same number of complete rows"
         )
-    out.append(f"the class labels {list(map(str, classes))} were read from the data and are stored in the model")
-    public = "public under the replace_one relation" if relation == "replace_one" else "not covered by the guarantee"
-    out.append(f"the number of training rows ({n_rows}) is stored in the model: {public}")
     return out
 
 
 def load_encoded(args, command: str) -> tuple:
     """Read and encode ``--data`` as the data options say: (schema, X, y, rows read).
 
-    Shared by ``dpopt fit`` and ``dpopt tune``; warns (as ``dpopt COMMAND``)
-    about numeric ranges read from the data.
+    Shared by ``dpopt fit`` and ``dpopt tune``.  Refuses undeclared columns and
+    labels outside ``--classes``; warns (as ``dpopt COMMAND``, whatever
+    ``--quiet``) about numeric ranges read from the data and ``--missing drop``.
     """
     from ..datasets.preprocess import learn_schema
 
     bounds = parse_bounds(args.bounds)
     categories = parse_categories(args.categories)
+    classes = parse_classes(args.classes)
     columns, first_line = read_table(args.data, args.delimiter)
     if args.target not in columns:
         raise UserError(f"target column {args.target!r} not found in {args.data}; columns are {list(columns)}")
     features = [c for c in columns if c != args.target]
-    for option, given in (
-        ("--bounds", bounds),
-        ("--categories", categories),
-        ("--numeric", args.numeric),
-        ("--categorical", args.categorical),
-    ):
+    for option, given in (("--bounds", bounds), ("--categories", categories), ("--numeric", args.numeric)):
         unknown = [c for c in given if c not in features]
         if unknown:
             raise UserError(f"{option} names unknown feature column(s) {unknown}; feature columns are {features}")
@@ -244,22 +273,22 @@ def load_encoded(args, command: str) -> tuple:
         schema, kept = learn_schema(
             columns,
             args.target,
-            categorical=list(args.categorical) or None,
             numeric=list(args.numeric) or None,
             numeric_bounds=bounds,
             categories=categories,
             missing=args.missing,
             norm_bound=None,
             row_offset=first_line,
+            infer=False,
         )
         X = schema.encode({c: columns[c][kept] for c in schema.names}, row_numbers=kept + first_line).X
     except ValueError as exc:
         raise UserError(f"{args.data}: {exc}") from None
     y = columns[args.target][kept]
-    classes = np.unique(y)
-    if classes.size < 2:
-        shown = classes.tolist()
-        raise UserError(f"target column {args.target!r} has fewer than 2 classes {shown}: nothing to classify")
+    if classes is not None and not np.all(np.isin(y, classes)):
+        raise UserError(f"{args.target!r} has a label outside the declared classes {classes}; declare every label")
+    if classes is None and np.unique(y).size < 2:
+        raise UserError(f"target column {args.target!r} has fewer than 2 classes: nothing to classify")
     if schema.data_derived_bounds:
         names = schema.data_derived_bounds
         warn(
@@ -269,7 +298,12 @@ def load_encoded(args, command: str) -> tuple:
             + ": their min/max were computed from the data, which leaks privacy outside the guarantee; "
             "declare ranges from domain knowledge, e.g. --bounds " + " ".join(f"{c}=LO:HI" for c in names),
         )
-
+    if args.missing == "drop":
+        warn(
+            command,
+            "--missing drop: the number of rows left depends on which records have missing values; it is "
+            "disclosed in the model, outside the guarantee (--missing impute keeps every row)",
+        )
     return schema, X, y, int(len(columns[args.target]))
 
 
@@ -283,7 +317,8 @@ def run(args) -> int:
     if not (out.parent if str(out.parent) else Path(".")).is_dir():
         raise UserError(f"--out folder {str(out.parent)!r} does not exist")
 
-    schema, X, y, rows_read = load_encoded(args, "fit")
+    schema, X, y, _ = load_encoded(args, "fit")
+    dropped = args.missing == "drop"
 
     estimator_class = DPLogisticRegression if args.model == "logistic" else DPHuberSVC
     estimator = estimator_class(
@@ -293,6 +328,7 @@ def run(args) -> int:
         data_norm=args.data_norm if args.data_norm is not None else schema.row_bound,
         regularization=args.regularization,
         random_state=args.seed,
+        classes=parse_classes(args.classes),
     )
     progress = Progress("dpopt fit", quiet=args.quiet)
     resolved = estimator._resolved_method()
@@ -302,22 +338,24 @@ def run(args) -> int:
         try:
             estimator.fit(X, y)
         except ValueError as exc:
-            raise UserError(str(exc)) from None
+            raise UserError(" ".join(str(exc).split())) from None
     for w in caught:
-        warn("fit", str(w.message))
+        warn("fit", str(w.message).replace("classes= (every", "--classes A,B,... (every"))
     progress(1, 1, "fitted")
 
     record = estimator.privacy_record()
-    disclosed = disclosures(schema, estimator.classes_, X.shape[0], record["relation"])
+    disclosed = disclosures(schema, X.shape[0], dropped)
+    # n is public under replace-one (and disclosed under --missing drop); under add/remove it is not
+    # covered by the guarantee, so it is not stored.
+    n_public = record["relation"] == "replace_one" or dropped
     data = {
         "file": args.data.name,
         "target": args.target,
-        "rows": int(X.shape[0]),
-        "rows_read": rows_read,
-        "rows_dropped": rows_read - int(X.shape[0]),
+        **({"rows": int(X.shape[0])} if n_public else {}),
         "columns": len(schema.columns),
         "features": int(X.shape[1]),
         "classes": int(len(estimator.classes_)),
+        "missing": args.missing,
     }
     try:
         save_model(
@@ -331,15 +369,17 @@ def run(args) -> int:
     except OSError as exc:
         raise UserError(f"cannot write the model to {out}: {exc}") from None
     if not args.quiet:
-        _summary(estimator, record, data, disclosed, out)
+        _summary(estimator, record, X.shape[0], data, [*record["disclosed"], *disclosed], out)
     return 0
 
 
-def _summary(estimator, record: dict, data: dict, disclosed: list[str], out: Path) -> None:
+def _summary(estimator, record: dict, n_rows: int, data: dict, disclosed: list[str], out: Path) -> None:
     classes = ", ".join(map(str, estimator.classes_))
     print(f"model      {type(estimator).__name__}, method {estimator.method_}, classes: {classes}")
-    dropped = f" ({data['rows_dropped']} dropped for missing values)" if data["rows_dropped"] else ""
-    print(f"data       {data['rows']} rows{dropped}, {data['columns']} columns -> {data['features']} features")
+    print(
+        f"data       {n_rows} rows, {data['columns']} columns -> {data['features']} features "
+        f"(missing values: {data['missing']})"
+    )
     print(
         f"privacy    epsilon = {record['epsilon']:.6g}, delta = {record['delta']:.3g} ({record['notion']} "
         f"accounting, {record['relation']} relation, {record['guarantee']} guarantee, "

@@ -2,8 +2,9 @@
 
 The rows are encoded with the model's stored preprocessing (same columns,
 ranges and categories as at fit time: numbers are clipped into the stored
-ranges, a category not seen at fit time encodes as all zeros, a missing
-number takes the middle of its column's range) and one prediction is written
+ranges, a category outside the declared ones encodes as all zeros, a missing
+value is encoded as at fit time — by default the middle of its column's range
+for a number and all zeros for a category) and one prediction is written
 per input row, in input order: a CSV with the target column's name as header
 (and with ``--proba`` one probability column per class, logistic models only).
 Columns the model does not use (the target included) are ignored.  Prediction
@@ -104,11 +105,15 @@ def run(args) -> int:
     _write([header, *body], args.out)
     if not args.quiet:
         if encoded.rows_imputed:
-            warn("predict", f"{encoded.rows_imputed} row(s) had a missing number: used the middle of its range")
+            warn(
+                "predict",
+                f"{encoded.rows_imputed} row(s) had a missing value: a number took the middle of its range, a "
+                "category none of its columns",
+            )
         if encoded.rows_unknown:
             warn(
                 "predict",
-                f"{encoded.rows_unknown} row(s) had a category not seen at fit time (or missing): encoded as all zeros",
+                f"{encoded.rows_unknown} row(s) had a category outside the model's categories: encoded as all zeros",
             )
         if args.out is not None:
             print(f"wrote {len(body)} predictions to {args.out}")

@@ -28,7 +28,7 @@ import warnings
 from pathlib import Path
 
 from . import UserError
-from .fit import add_data_arguments, disclosures, load_encoded, warn
+from .fit import add_data_arguments, disclosures, load_encoded, parse_classes, warn
 
 #: ``--estimator`` choices.
 ESTIMATORS = ("logistic", "huber-svc", "sklearn-logistic")
@@ -100,7 +100,10 @@ def _estimator(args, data_norm: float):
         return LogisticRegression(fit_intercept=False, max_iter=1000)
     cls = DPLogisticRegression if args.estimator == "logistic" else DPHuberSVC
     train_eps = args.epsilon if args.train_epsilon is None else args.train_epsilon
-    return cls(epsilon=train_eps, method=args.method, data_norm=data_norm, random_state=args.seed)
+    return cls(
+        epsilon=train_eps, method=args.method, data_norm=data_norm, random_state=args.seed,
+        classes=parse_classes(args.classes),
+    )  # fmt: skip
 
 
 def _check(args) -> None:
@@ -158,7 +161,10 @@ def run(args) -> int:
         "best_params": search.best_params_,
         "best_score": search.best_score_,
         "privacy": privacy,
-        "disclosed": disclosures(schema, search.classes_, int(X.shape[0]), privacy["relation"]),
+        "disclosed": [
+            *disclosures(schema, int(X.shape[0]), args.missing == "drop"),
+            *getattr(search.best_estimator_, "disclosed_", []),
+        ],
         "rows_read": rows_read,
     }
     try:

@@ -1,9 +1,16 @@
 """The preprocessing pipeline of chen2020 §5.2, shared by every tabular loader.
 
-1. Missing values: rows with a missing entry are dropped and counted
-   (``missing="drop"``), or a missing categorical entry becomes its own category
+1. Missing values, per record and without changing the number of rows:
+   ``missing="impute"`` encodes a missing number as the middle of its column's
+   range and a missing category as an all-zero block (public values, not read
+   from the data); ``missing="indicator"`` encodes a missing entry as zeros
+   plus a 0/1 feature ``"column:missing"`` per column (one per column whatever
+   the data).  Or, changing n: rows with a missing entry are dropped and
+   counted (``missing="drop"``; the number of rows left is then read from the
+   data), or a missing categorical entry becomes its own category
    (``missing="category"``; rows with a missing *numeric* entry are still
-   dropped), or the loader refuses (``missing="error"``).
+   dropped).  ``missing="error"`` refuses.  A missing label is refused except
+   under ``"drop"`` and ``"category"``.
 2. Categorical columns are one-hot encoded (feature ``"column=value"``, categories
    sorted).  Declared ``categories`` fix the encoding in advance; a value outside
    them encodes as all zeros.
@@ -46,6 +53,7 @@ from ..objectives import bounds
 
 __all__ = [
     "MISSING_TOKENS",
+    "MISSING_POLICIES",
     "DECLARED",
     "FROM_DATA",
     "ColumnSpec",
@@ -59,6 +67,11 @@ __all__ = [
 
 #: Strings treated as a missing value (after stripping whitespace).
 MISSING_TOKENS = ("", "?", "NA", "N/A", "NaN", "nan", "null", "None")
+
+#: Missing-value policies (module docstring, step 1); the first two keep every row.
+MISSING_POLICIES = ("impute", "indicator", "drop", "category", "error")
+#: Policies that keep every row (n does not depend on where values are missing).
+PER_RECORD = ("impute", "indicator")
 
 
 def to_pm1(labels, positive=None) -> tuple[np.ndarray, tuple]:
@@ -196,7 +209,7 @@ class EncodedRows(NamedTuple):
     X: np.ndarray
     #: Rows the norm-bound projection changed (0 unless a declared bound was violated).
     rows_changed: int
-    #: Rows in which a missing numeric value was imputed (``impute_missing=True`` only).
+    #: Rows in which a missing value was imputed (policies "impute"/"indicator", or ``impute_missing=True``).
     rows_imputed: int
     #: Rows with a categorical value outside the schema's categories (encoded as all zeros).
     rows_unknown: int
@@ -231,7 +244,7 @@ class TableSchema:
         names = [c.name for c in self.columns]
         if len(set(names)) != len(names) or self.target in names:
             raise ValueError(f"schema column names must be distinct and differ from the target: {names}")
-        check_choice("missing", self.missing, ("drop", "category", "error"))
+        check_choice("missing", self.missing, MISSING_POLICIES)
         check_choice("norm", self.norm, ("l1", "l2"))
         if self.norm_bound is not None:
             object.__setattr__(self, "norm_bound", check_positive("norm_bound", self.norm_bound))
@@ -244,7 +257,8 @@ class TableSchema:
 
     @property
     def feature_names(self) -> tuple[str, ...]:
-        return tuple(f for c in self.columns for f in c.feature_names)
+        indicator = self.missing == "indicator"
+        return tuple(f for c in self.columns for f in (*c.feature_names, *((f"{c.name}:missing",) * indicator)))
 
     @property
     def n_features(self) -> int:
@@ -252,7 +266,11 @@ class TableSchema:
 
     @property
     def schema_bound(self) -> float:
-        """Bound on ‖x‖ of an unscaled encoded row: √k (L2) or k (L1) for k columns (step 4)."""
+        """Bound on ‖x‖ of an unscaled encoded row: √k (L2) or k (L1) for k columns (step 4).
+
+        Each column contributes at most 1: a number in [0, 1], one 1 in a one-hot block, or
+        (``missing="indicator"``) zeros and the indicator's 1 when the entry is missing.
+        """
         k = len(self.columns)
         return math.sqrt(k) if self.norm == "l2" else float(k)
 
@@ -292,7 +310,10 @@ class TableSchema:
         blocks (unknown values: all zeros; a missing value is the category
         ``"?"`` when the schema was learned with ``missing="category"``); rows
         are then scaled to ``norm_bound`` by the schema constant and projected.
-        A missing *numeric* value is an error unless ``impute_missing``, which
+        Missing entries follow the schema's policy (``"impute"``: the middle of
+        a numeric column's range, an all-zero one-hot block; ``"indicator"``:
+        zeros and the column's indicator set to 1).  Under the other policies a
+        missing *numeric* value is an error unless ``impute_missing``, which
         uses the middle of the column's range — a public, data-independent value.
         Error messages number rows ``row_numbers`` (default 0, 1, ...) plus ``row_offset``.
         """
@@ -310,11 +331,12 @@ class TableSchema:
         imputed = np.zeros(n_rows, dtype=bool)
         unknown = np.zeros(n_rows, dtype=bool)
         blocks = []
+        per_record = self.missing in PER_RECORD
         for spec in self.columns:
             values = np.asarray(columns[spec.name], dtype=str)
             gap = is_missing[spec.name]
             if spec.kind == "numeric":
-                if gap.any() and not impute_missing:
+                if gap.any() and not (impute_missing or per_record):
                     row = int(rows[np.flatnonzero(gap)[0]])
                     raise ValueError(f"column {spec.name!r} has a missing value in row {row}")
                 mid = repr(0.5 * (spec.lower + spec.upper))
@@ -322,13 +344,19 @@ class TableSchema:
                 imputed |= gap
                 v = np.clip(v, spec.lower, spec.upper)
                 span = spec.upper - spec.lower
-                blocks.append(((v - spec.lower) / span if span > 0 else np.zeros_like(v))[:, None])
+                v = (v - spec.lower) / span if span > 0 else np.zeros_like(v)
+                block = np.where(gap, 0.0, v)[:, None] if self.missing == "indicator" else v[:, None]
             else:
                 if self.missing == "category":
                     values = np.where(gap, "?", values)
                 block = _one_hot(values, spec.categories)
-                unknown |= ~block.any(axis=1)
-                blocks.append(block)
+                if per_record:
+                    block[gap] = 0.0
+                    imputed |= gap
+                unknown |= ~block.any(axis=1) & ~(gap & per_record)
+            blocks.append(block)
+            if self.missing == "indicator":
+                blocks.append(gap.astype(float)[:, None])
         X = np.hstack(blocks)
         rows_changed = 0
         if self.norm_bound is not None:
@@ -381,6 +409,7 @@ def learn_schema(
     norm_bound: float | None = 1.0,
     norm: str = "l2",
     row_offset: int = 0,
+    infer: bool = True,
 ) -> tuple[TableSchema, np.ndarray]:
     """Steps 1–3 of the module docstring: the :class:`TableSchema` of a table and the rows it keeps.
 
@@ -388,11 +417,15 @@ def learn_schema(
     float) unless given: ``categorical``/``categories`` make a column
     categorical, ``numeric``/``numeric_bounds`` numeric.  Ranges and category
     sets not declared are read from the kept rows and marked :data:`FROM_DATA`.
-    Returns the schema and the indices of the kept rows (no missing target; no
-    missing feature under ``missing="drop"``; no missing numeric value under
-    ``"category"``).
+    ``infer=False`` (private data) reads neither a kind nor a category set from
+    the data: every column must be declared, a categorical one with its
+    ``categories``, or the call is refused; only a numeric range may still be
+    read from the data (marked :data:`FROM_DATA`).  Returns the schema and the
+    indices of the kept rows (all rows under ``"impute"``/``"indicator"``; no
+    missing target; no missing feature under ``missing="drop"``; no missing
+    numeric value under ``"category"``).
     """
-    check_choice("missing", missing, ("drop", "category", "error"))
+    check_choice("missing", missing, MISSING_POLICIES)
     check_choice("norm", norm, ("l1", "l2"))
     if norm_bound is not None:
         norm_bound = check_positive("norm_bound", norm_bound)
@@ -420,6 +453,20 @@ def learn_schema(
 
     tokens = list(missing_tokens)
     is_missing = {c: np.isin(columns[c], tokens) for c in [*names, target]}
+    if not infer:
+        undeclared = [c for c in names if c not in as_categorical | as_numeric]
+        if undeclared:
+            raise ValueError(
+                f"column(s) {undeclared} have no declared type: declare each numeric column with its range "
+                "(or as numeric) and each categorical one with its categories; types and category sets are "
+                "never read from private data"
+            )
+        open_sets = sorted(as_categorical - set(categories))
+        if open_sets:
+            raise ValueError(
+                f"categorical column(s) {open_sets} need their declared categories; category sets are never "
+                "read from private data"
+            )
     kinds: dict[str, str] = {}
     for c in names:
         if c in as_categorical:
@@ -430,23 +477,14 @@ def learn_schema(
             present = columns[c][~is_missing[c]]
             kinds[c] = "numeric" if present.size and _is_numeric(present) else "categorical"
 
-    if missing == "error":
-        bad = {c: int(m.sum()) for c, m in is_missing.items() if m.any()}
-        if bad:
-            raise ValueError(f"missing values (counts per column): {bad}; use missing='drop' or 'category'")
-    drop = is_missing[target].copy()
-    for c in names:
-        if missing == "drop" or kinds[c] == "numeric":
-            drop |= is_missing[c]
-    kept_rows = np.flatnonzero(~drop)
-    if kept_rows.size == 0:
-        raise ValueError("no rows left after dropping rows with missing values")
+    kept_rows = _kept_rows(missing, kinds, {c: is_missing[c] for c in names}, is_missing[target], target)
 
     specs = []
     for c in names:
         values = columns[c][kept_rows]
         if kinds[c] == "numeric":
-            v = parse_numeric(c, values, rows=kept_rows + row_offset)
+            present = ~is_missing[c][kept_rows]
+            v = parse_numeric(c, values[present], rows=kept_rows[present] + row_offset)
             if c in numeric_bounds:
                 try:
                     lo, hi = (float(b) for b in numeric_bounds[c])
@@ -455,8 +493,15 @@ def learn_schema(
                 if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):
                     raise ValueError(f"numeric_bounds[{c!r}] must be finite (lo, hi) with lo <= hi")
                 specs.append(ColumnSpec(c, "numeric", lo, hi, source=DECLARED))
+            elif not v.size:
+                raise ValueError(f"numeric column {c!r} has no values to read a range from; declare its range")
             else:
-                specs.append(ColumnSpec(c, "numeric", float(v.min()), float(v.max()), source=FROM_DATA))
+                lo, hi = float(v.min()), float(v.max())
+                if not math.isfinite(hi - lo):
+                    raise ValueError(
+                        f"column {c!r} spans more than the largest float ({lo:g} to {hi:g}); declare its range"
+                    )
+                specs.append(ColumnSpec(c, "numeric", lo, hi, source=FROM_DATA))
         elif c in categories:
             specs.append(ColumnSpec(c, "categorical", categories=tuple(categories[c]), source=DECLARED))
         else:
@@ -576,16 +621,29 @@ def _rows_kept_by(schema: TableSchema, columns: Mapping[str, np.ndarray], target
     if absent:
         raise ValueError(f"the data lack the feature column(s) {absent} the schema needs")
     target_missing = np.isin(columns[target], list(schema.missing_tokens))
-    if schema.missing == "error":
+    kinds = {spec.name: spec.kind for spec in schema.columns}
+    return _kept_rows(schema.missing, kinds, masks, target_missing, target)
+
+
+def _kept_rows(missing: str, kinds: Mapping[str, str], masks: Mapping[str, np.ndarray], target_missing, target):
+    """Step 1: the rows kept under the policy ``missing`` (refusals as one-line errors)."""
+    if missing == "error":
         bad = {c: int(m.sum()) for c, m in masks.items() if m.any()}
         if target_missing.any():
             bad[target] = int(target_missing.sum())
         if bad:
-            raise ValueError(f"missing values (counts per column): {bad}; the schema was learned with missing='error'")
-    drop = target_missing.copy()
-    for spec in schema.columns:
-        if schema.missing == "drop" or spec.kind == "numeric":
-            drop |= masks[spec.name]
+            raise ValueError(f"missing values (counts per column): {bad}; choose another missing-value policy")
+    if missing in PER_RECORD:
+        if target_missing.any():
+            raise ValueError(
+                f"the label column {target!r} has a missing value in row {int(np.flatnonzero(target_missing)[0])}; "
+                "a record needs its label (fix it, or drop such rows with missing='drop', which is disclosed)"
+            )
+        return np.arange(target_missing.size)
+    drop = np.asarray(target_missing).copy()
+    for c, mask in masks.items():
+        if missing == "drop" or kinds[c] == "numeric":
+            drop |= mask
     kept_rows = np.flatnonzero(~drop)
     if kept_rows.size == 0:
         raise ValueError("no rows left after dropping rows with missing values")

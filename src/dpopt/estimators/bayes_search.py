@@ -45,7 +45,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._validation import as_generator, check_int, check_positive
 from ..bayesopt import CandidateSet, optimize
 from ..privacy import Ledger
-from .linear import PrivacyBudgetWarning, PrivacyLeakWarning
+from .linear import PrivacyLeakWarning
 
 __all__ = ["DPBayesSearchCV", "RowClipper"]
 
@@ -303,9 +303,7 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
         if private and "ledger" in model.get_params():
             model.set_params(ledger=book)
             return model.fit(X, y)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", PrivacyBudgetWarning)
-            model.fit(X, y)
+        model.fit(X, y)
         if private:
             for event in model.privacy_events_:
                 book.charge(event)
