@@ -44,7 +44,7 @@ def test_tune_a_private_estimator_writes_its_report(root, capsys, monkeypatch):
     # 3 fits + the refit at 0.5 each, and the two releases
     assert privacy["epsilon"] == pytest.approx(4 * 0.5 + 1.0) and privacy["protects"] == "training and validation rows"
     assert privacy["selection_guarantee"] == "conditional" and "k1(V, V') = 0.95" in privacy["selection"]["notes"]
-    assert any("class labels" in d for d in report["disclosed"])
+    assert any("label set" in d for d in report["disclosed"])
     assert "selection conditional" in captured.out and "saved      report.json" in captured.out
 
 

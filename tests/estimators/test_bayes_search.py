@@ -39,7 +39,8 @@ def test_sklearn_estimator_protects_validation_rows_only(data):
 def test_private_estimator_composes_training_and_selection_in_one_ledger(data):
     X, y = data
     book = Ledger(10.0, relation="replace_one")
-    search = DPBayesSearchCV(DPLogisticRegression(epsilon=0.5, data_norm=1.0),
+    labels = np.unique(y).tolist()  # declared: nothing is read from the data
+    search = DPBayesSearchCV(DPLogisticRegression(epsilon=0.5, data_norm=1.0, classes=labels),
                              {"regularization": (1e-4, 1e-1, "log")}, epsilon=1.0, n_iter=4, n_candidates=16,
                              ledger=book, random_state=1)
     with warnings.catch_warnings():
