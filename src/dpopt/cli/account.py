@@ -4,6 +4,9 @@ Describe a mechanism on the command line (``--mechanism gaussian
 --rate 0.01 --sigma 1.1 --steps 1000 --delta 1e-5``) or pass a saved event log
 (``--events FILE.json``: a ledger, a model's privacy record, a single event or
 a list of events), and it prints ε (and δ) under every accountant that applies.
+The PLD accountant's ε (a proven upper bound, with its optimistic lower bound
+beside it) is the tightest for (ε, δ) logs; where part of a log has no exact
+PLD, the line below the table says which part the RDP accountant produced.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import json
 import math
 from pathlib import Path
 
-from ..privacy import PureDPAccountant, RDPAccountant, ZCDPAccountant
+from ..privacy import PLDAccountant, PureDPAccountant, RDPAccountant, ZCDPAccountant
 from ..privacy import events as ev
 from . import UserError
 
@@ -95,11 +98,12 @@ def load_events(path: Path) -> ev.Event:
 def evaluate(event: ev.Event, delta: float, target_epsilon: float | None = None) -> list[dict]:
     """ε (and δ at ``target_epsilon``) of ``event`` under every accountant that applies."""
     rows = []
-    for name, accountant in (("pure", PureDPAccountant), ("rdp", RDPAccountant), ("zcdp", ZCDPAccountant)):
+    accountants = (("pure", PureDPAccountant), ("rdp", RDPAccountant), ("zcdp", ZCDPAccountant), ("pld", PLDAccountant))
+    for name, accountant in accountants:
         try:
             acc = accountant().compose(event)
             epsilon = acc.get_epsilon() if name == "pure" else acc.get_epsilon(delta)
-        except ValueError as exc:
+        except (ValueError, TypeError) as exc:
             rows.append({"accountant": name, "applies": False, "reason": str(exc)})
             continue
         row = {
@@ -110,6 +114,9 @@ def evaluate(event: ev.Event, delta: float, target_epsilon: float | None = None)
         }
         if target_epsilon is not None:
             row["delta_at_target"] = float(acc.get_delta(target_epsilon))
+        if name == "pld":
+            row["epsilon_optimistic"] = float(acc.get_epsilon_bounds(delta)[0])
+            row["produced_by"] = acc.describe()
         rows.append(row)
     return rows
 
@@ -137,4 +144,8 @@ def run(args) -> int:
         if args.target_epsilon is not None:
             line += f"  {row['delta_at_target']:.3g}"
         print(line if math.isfinite(eps) else line.replace("inf", "unbounded"))
+    pld = next((row for row in rows if row["accountant"] == "pld" and row["applies"]), None)
+    if pld is not None:
+        lower = pld["epsilon_optimistic"]
+        print(f"pld: {pld['produced_by']}" + (f"; optimistic epsilon {lower:.6g}" if lower > 0 else ""))
     return 0
