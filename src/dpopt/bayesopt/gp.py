@@ -111,19 +111,22 @@ def max_information_gain(K: np.ndarray, T: int, noise: float) -> tuple[float, fl
     greedy multiset — add the candidate of largest posterior variance, a gain
     of ½ log(1 + σ⁻² σ²_{t−1}(x)) — reaches at least (1 − 1/e)·γ_T
     (Nemhauser et al. 1978).  Hence γ_T ≤ greedy/(1 − 1/e), the bound returned
-    second; the greedy value itself is a lower bound.  Rank-one updates of the
-    full posterior covariance cost O(|Λ|²) per step.
+    second; the greedy value itself is a lower bound.  The posterior covariance
+    is kept in factored form, cov_t = K − Σ_{s≤t} v_s v_sᵀ with
+    v_t = cov_{t−1}(·, x_t)/√(σ²_{t−1}(x_t) + σ²), so a step costs O(t·|Λ|).
     """
     T = check_int("T", T)
     noise = check_positive("noise", noise)
-    cov = np.array(K, dtype=float, copy=True)
+    K = np.asarray(K, dtype=float)
+    var = np.clip(np.diag(K).copy(), 0.0, None)
+    factors = np.empty((T, len(K)))
     picks = np.empty(T, dtype=np.int64)
     gain = 0.0
     for t in range(T):
-        var = np.clip(np.diag(cov), 0.0, None)
         i = int(np.argmax(var))
         picks[t] = i
         gain += 0.5 * math.log1p(var[i] / noise)
-        col = cov[:, i].copy()
-        cov -= np.outer(col, col) / (var[i] + noise)
+        column = K[:, i] - factors[:t].T @ factors[:t, i]
+        factors[t] = column / math.sqrt(var[i] + noise)
+        var = np.clip(var - factors[t] ** 2, 0.0, None)
     return gain, gain / (1.0 - math.exp(-1.0)), picks
