@@ -3,12 +3,16 @@
 On a terminal it redraws one status line; in a non-interactive run it prints a
 line per finished task (so CI logs show progress); ``quiet=True`` silences it.
 Experiments accept any callable ``progress(done, total, label)``; this class
-is one.
+is one.  :meth:`Progress.keepalive` repeats the last status with the elapsed
+time whenever nothing was shown for a few seconds, so a long task never
+leaves the command silent.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import threading
 import time
 
 __all__ = ["Progress"]
@@ -25,6 +29,10 @@ class Progress:
         self.min_interval = min_interval
         self.start = time.perf_counter()
         self._last = -float("inf")
+        self._shown = self.start  # when anything was last written
+        self._status = (0, 0, "starting")
+        #: held while writing (and by whoever must not fork in the middle of a write)
+        self.lock = threading.RLock()
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.start
@@ -36,12 +44,40 @@ class Progress:
         if done < total and now - self._last < self.min_interval:
             return
         self._last = now
+        self._status = (done, total, label)
+        self._write(done, total, label, now, final=done >= total)
+
+    def _write(self, done: int, total: int, label: str, now: float, *, final: bool) -> None:
         prefix = f"{self.title}: " if self.title else ""
         width = len(str(total))
         text = f"{prefix}[{done:>{width}}/{total}] {label} ({now - self.start:.1f}s)"
-        if self.interactive:
-            end = "\n" if done >= total else ""
-            self.stream.write("\r\033[K" + text + end)
-        else:
-            self.stream.write(text + "\n")
-        self.stream.flush()
+        with self.lock:
+            if self.interactive:
+                self.stream.write("\r\033[K" + text + ("\n" if final else ""))
+            else:
+                self.stream.write(text + "\n")
+            self.stream.flush()
+            self._shown = now
+
+    @contextlib.contextmanager
+    def keepalive(self, interval: float = 4.0):
+        """While the block runs, repeat the last status (``… still running``) after ``interval`` s of silence."""
+        if self.quiet:
+            yield
+            return
+        stop = threading.Event()
+
+        def beat() -> None:
+            while not stop.wait(min(1.0, interval / 4)):
+                now = time.perf_counter()
+                if now - self._shown >= interval:
+                    done, total, label = self._status
+                    self._write(done, total, f"{label} … still running", now, final=False)
+
+        thread = threading.Thread(target=beat, name="progress-keepalive", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()

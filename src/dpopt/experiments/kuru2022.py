@@ -38,14 +38,10 @@ run has finished).
 
 from __future__ import annotations
 
-import contextlib
 import math
-import multiprocessing
 import os
-import signal
 import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -59,8 +55,6 @@ from ..datasets import kuru2022_logistic
 from ..objectives import L2, Objective
 from ..report import (
     Section,
-    atomic_output,
-    check_output_dir,
     details_html,
     figures_section,
     list_html,
@@ -73,9 +67,8 @@ from ..report import (
     write_csv,
     write_experiment_report,
     write_privacy_records,
-    written_files,
 )
-from ._blas import single_threaded_blas
+from .framework import PaperExperiment, Task, execute, task_seed
 
 __all__ = ["Config", "FULL", "QUICK", "Kuru2022Run", "run", "METHODS", "SUMMARY_COLUMNS"]
 
@@ -112,6 +105,10 @@ class Config:
     trajectory_points: int = 30
     precision: str = "float32"
 
+    def __post_init__(self):
+        check_int("repetitions", self.repetitions, minimum=2)
+        check_int("seed", self.seed, minimum=0)
+
 
 FULL = Config()
 #: CI-sized: 5000 records (m ∈ {50, 5000}), T ∈ {50, 100}, 4 repetitions.
@@ -133,6 +130,8 @@ class Kuru2022Run:
     figures: dict = field(default_factory=dict)
     trajectories: list[dict] = field(default_factory=list)
     problem: dict = field(default_factory=dict)
+    records: dict = field(default_factory=dict)  # method → privacy record (report and privacy/)
+    record_point: tuple = ()  # the grid point (m, T, c) of those records
 
     @property
     def summary_rows(self) -> list[dict]:
@@ -189,12 +188,8 @@ def trajectory_grid(T: int, points: int) -> np.ndarray:
 
 # --------------------------------------------------------------------------- one grid point
 
-_STATE: dict = {}
-
-
-def _task(method: str, m: int, T: int, c: float, seed_seq) -> dict:
+def _task(st: dict, method: str, m: int, T: int, c: float, seed_seq) -> dict:
     """R repetitions of ``method`` at (m, T, c): summary row and trajectory rows."""
-    st = _STATE
     config, objective, L, mu, f_star = (
         st["config"],
         st["objective"],
@@ -257,24 +252,8 @@ def _task(method: str, m: int, T: int, c: float, seed_seq) -> dict:
     return {"row": row, "trajectory": traj, "privacy": result.privacy_record()}
 
 
-def _init_worker(state: dict) -> None:
-    """Worker process: the shared state, and one BLAS thread for the rest of its life.
-
-    Two workers on two cores with BLAS's default threads each oversubscribe the
-    machine, and the spinning BLAS threads then multiply the CPU time.
-    """
-    # Ctrl-C is the main process's to handle: it stops the workers (see _run_tasks).
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _STATE.clear()
-    _STATE.update(state)
-    with contextlib.suppress(ImportError):  # optional: only a speed-up
-        from threadpoolctl import threadpool_limits
-
-        _STATE["blas_limit"] = threadpool_limits(limits=1, user_api="blas")
-
-
-def _tasks(config: Config) -> list[tuple]:
-    """Every (method, m, T, c) with its own seed, in a fixed order (independent of workers)."""
+def _tasks(config: Config) -> list[Task]:
+    """Every (method, m, T, c) with its own seed (the i-th child of SeedSequence(seed)), in a fixed order."""
     grid = [
         (method, m, T, c)
         for m in config.batch_sizes
@@ -282,59 +261,19 @@ def _tasks(config: Config) -> list[tuple]:
         for T in config.iterations
         for method in METHODS
     ]
-    seeds = np.random.SeedSequence(config.seed).spawn(len(grid))
-    return [(*point, seq) for point, seq in zip(grid, seeds, strict=True)]
+    return [
+        Task(point, (*point, task_seed(config.seed, i)), cost=_cost(point, config.n)) for i, point in enumerate(grid)
+    ]
 
 
-def _cost(task, n: int) -> float:
-    _, m, T, _, _ = task
+def _cost(point: tuple, n: int) -> float:
+    """Work of one grid point, to start the slowest first: T passes over m rows (a full pass costs about 4)."""
+    _, m, T, _ = point
     return T * (m if m < n else 4 * n)
 
 
-def _run_tasks(config: Config, state: dict, jobs: int, progress) -> list[dict]:
-    tasks = sorted(_tasks(config), key=lambda t: -_cost(t, config.n))
-    done = []
-    if jobs <= 1:
-        _STATE.clear()
-        _STATE.update(state)
-        try:
-            with single_threaded_blas():
-                for task in tasks:
-                    done.append(_task(*task))
-                    progress(len(done), len(tasks), _progress_label(done[-1]["row"]))
-        finally:
-            _STATE.clear()
-        return done
-    # fork shares the data without pickling; spawn where fork does not exist (Windows)
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    ctx = multiprocessing.get_context(method)
-    pool = ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_init_worker, initargs=(state,))
-    try:
-        futures = [pool.submit(_task, *task) for task in tasks]
-        for future in as_completed(futures):
-            done.append(future.result())
-            progress(len(done), len(tasks), _progress_label(done[-1]["row"]))
-    except BaseException:  # Ctrl-C or a failed task: stop now, not after the queued tasks
-        _stop(pool)
-        raise
-    pool.shutdown()
-    return done
-
-
-def _stop(pool: ProcessPoolExecutor) -> None:
-    """Cancel the queued tasks and terminate the workers (they ignore SIGINT)."""
-    if hasattr(pool, "terminate_workers"):  # Python ≥ 3.14
-        pool.terminate_workers()
-        return
-    # Terminate the workers, then let the pool's own manager thread reap them (it sees them die,
-    # fails the pending futures and joins every worker) and wait for it.  Joining the workers here
-    # as well would race that thread's waitpid and could leave a reaped worker listed as running.
-    for process in list((getattr(pool, "_processes", None) or {}).values()):
-        process.terminate()
-    pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _progress_label(row: dict) -> str:
+def _progress_label(task: Task, result: dict) -> str:
+    row = result["row"]
     return (
         f"{row['method']:>11} m={row['m']} T={row['T']} c={row['c']}: "
         f"F-F* = {row['final_error_mean']:.4g} ± {row['final_error_std']:.2g} "
@@ -676,6 +615,74 @@ def _report(tmp: Path, result: Kuru2022Run, figures: dict, records: dict, point:
     )
 
 
+class Kuru2022(PaperExperiment):
+    """kuru2022 §5 on the shared skeleton: the grid of (method, m, T, c) as tasks, then claims and figures."""
+
+    name = "kuru2022"
+    FULL, QUICK = FULL, QUICK
+    summary_columns = SUMMARY_COLUMNS
+
+    def default_jobs(self, quick: bool) -> int:
+        return 1 if quick else min(2, os.cpu_count() or 1)
+
+    def compute(self, config: Config, *, jobs: int, progress) -> Kuru2022Run:
+        cpu_start = time.process_time()
+        objective, L, mu, data = _problem(config)
+        f_star, grad_norm = _f_star(objective)
+        tasks = _tasks(config)
+        progress(0, len(tasks), f"F* = {f_star:.12g} (|grad| = {grad_norm:.2g}), L = {L:.6g}, mu = {mu:g}")
+        state = {
+            "config": config,
+            "objective": objective,
+            "L": L,
+            "mu": mu,
+            "f_star": f_star,
+            "exact": DataPass(objective, "float64"),
+        }
+        results = execute(_task, tasks, state=state, jobs=jobs, progress=progress, describe=_progress_label)
+        rows = [r["row"] for r in results]
+        traj = [p for r in results for p in r["trajectory"]]
+        claims = check_claims(rows, config)
+        problem = {
+            "L": L, "mu": mu, "f_star": f_star, "grad_norm": grad_norm, "rows_changed": data.rows_changed,
+            "data": data.summary(), "notes": data.notes,
+        }  # fmt: skip
+        text = (
+            f"kuru2022: final error F(x_T) - F* over {config.repetitions} repetitions at {len(rows)} grid points "
+            f"(summary.csv). The paper's claims:\n" + _claims_text(claims)
+        )
+        result = Kuru2022Run(config, f_star, rows, claims, text, trajectories=traj, problem=problem)
+        result.records, result.record_point = _privacy_records(results, config)
+        # CPU time of this process, plus that of the worker processes when there are any.
+        result.cpu_seconds = time.process_time() - cpu_start
+        if jobs > 1:
+            result.cpu_seconds += sum(r["cpu_seconds"] for r in rows)
+        return result
+
+    def summary(self, result: Kuru2022Run) -> list[dict]:
+        return result.rows
+
+    def write(self, result: Kuru2022Run, folder: Path) -> dict:
+        config, rows, traj = result.config, result.rows, result.trajectories
+        write_csv(folder / "runs.csv", rows)
+        write_csv(folder / "trajectories.csv", traj)
+        (folder / "summary.md").write_text(_markdown(rows, result.claims, config, result.problem), encoding="utf-8")
+        write_privacy_records(folder / "privacy", result.records)
+        figures = {
+            "Fig. 1: heavy-ball rate and bound (Thm 3.5)": _figure_hb(folder / "fig1_hb_rate.png"),
+            "Fig. 2: optimal DP-MASG-opt scales (4.5)": _figure_masg(folder / "fig2_masg_scales.png"),
+        }
+        for k, m in enumerate(sorted(config.batch_sizes, reverse=True)):
+            name = f"fig{3 + k}_errors_m{m}.png"
+            label = f"Fig. {3 + k}: F(x_t) − F* against t, m = {m}" + (" (full batch)" if m >= config.n else "")
+            figures[label] = _figure_errors(folder / name, traj, config, m)
+        _report(folder, result, figures, result.records, result.record_point)
+        return figures
+
+
+EXPERIMENT = Kuru2022()
+
+
 def run(
     quick: bool = False,
     out=None,
@@ -688,85 +695,15 @@ def run(
 ) -> Kuru2022Run:
     """Run the §5 experiment; with ``out`` write the CSVs, figures, ``summary.md`` and ``report.html`` there.
 
-    ``quick`` selects :data:`QUICK` instead of :data:`FULL`; ``config`` overrides
-    both; ``repetitions`` and ``seed`` override the chosen configuration's.
+    ``quick`` selects :data:`QUICK` instead of :data:`FULL`; ``config``
+    overrides both; ``repetitions`` and ``seed`` override the chosen configuration's.
     ``progress(done, total, label)`` is called once before the grid (done = 0,
     with F*) and once per finished grid point (e.g. :class:`dpopt.progress.Progress`).
     ``jobs`` processes share the grid (default: 2 for the full run, 1 for quick);
     the results do not depend on it.  The output folder is all or nothing
     (:func:`~dpopt.report.atomic_output`).
     """
-    if out is not None:
-        out = check_output_dir(out)
-    config = config or (QUICK if quick else FULL)
-    if repetitions is not None:
-        config = replace(config, repetitions=check_int("repetitions", repetitions, minimum=2))
-    if seed is not None:
-        config = replace(config, seed=check_int("seed", seed, minimum=0))
-    if jobs is None:
-        jobs = 1 if quick else min(2, os.cpu_count() or 1)
-    jobs = check_int("jobs", jobs)
-    progress = progress or (lambda done, total, label: None)
-    start = time.perf_counter()
-    cpu_start = time.process_time()
-
-    objective, L, mu, data = _problem(config)
-    f_star, grad_norm = _f_star(objective)
-    total = len(_tasks(config))
-    progress(0, total, f"F* = {f_star:.12g} (|grad| = {grad_norm:.2g}), L = {L:.6g}, mu = {mu:g}")
-    state = {
-        "config": config,
-        "objective": objective,
-        "L": L,
-        "mu": mu,
-        "f_star": f_star,
-        "exact": DataPass(objective, "float64"),
-    }
-    results = _run_tasks(config, state, jobs, progress)
-    order = {task[:4]: k for k, task in enumerate(_tasks(config))}
-    results.sort(
-        key=lambda r: order[(r["row"]["method"], r["row"]["m"], r["row"]["T"], r["row"]["c"])]
-    )
-    rows = [r["row"] for r in results]
-    traj = [p for r in results for p in r["trajectory"]]
-    claims = check_claims(rows, config)
-    problem = {
-        "L": L, "mu": mu, "f_star": f_star, "grad_norm": grad_norm, "rows_changed": data.rows_changed,
-        "data": data.summary(), "notes": data.notes,
-    }  # fmt: skip
-    records, point = _privacy_records(results, config)
-    text = (
-        f"kuru2022: final error F(x_T) - F* over {config.repetitions} repetitions at {len(rows)} grid points "
-        f"(summary.csv). The paper's claims:\n" + _claims_text(claims)
-    )
-    result = Kuru2022Run(config, f_star, rows, claims, text, trajectories=traj, problem=problem)
-    result.seconds = time.perf_counter() - start
-    if out is not None:
-        with atomic_output(out) as tmp:
-            write_csv(tmp / "summary.csv", result.summary_rows, SUMMARY_COLUMNS)
-            write_csv(tmp / "runs.csv", rows)
-            write_csv(tmp / "trajectories.csv", traj)
-            (tmp / "summary.md").write_text(_markdown(rows, claims, config, problem), encoding="utf-8")
-            write_privacy_records(tmp / "privacy", records)
-            figures = {
-                "Fig. 1: heavy-ball rate and bound (Thm 3.5)": _figure_hb(tmp / "fig1_hb_rate.png"),
-                "Fig. 2: optimal DP-MASG-opt scales (4.5)": _figure_masg(
-                    tmp / "fig2_masg_scales.png"
-                ),
-            }
-            for k, m in enumerate(sorted(config.batch_sizes, reverse=True)):
-                name = f"fig{3 + k}_errors_m{m}.png"
-                label = f"Fig. {3 + k}: F(x_t) − F* against t, m = {m}" + (" (full batch)" if m >= config.n else "")
-                figures[label] = _figure_errors(tmp / name, traj, config, m)
-            _report(tmp, result, figures, records, point)
-            result.paths = written_files(tmp, out)
-        result.figures = {label: out / p.name for label, p in figures.items()}
-    result.seconds = time.perf_counter() - start
-    # CPU time of this process, plus that of the worker processes when there are any.
-    result.cpu_seconds = time.process_time() - cpu_start
-    if jobs > 1:
-        result.cpu_seconds += sum(r["cpu_seconds"] for r in rows)
-    return result
+    return EXPERIMENT.run(quick, out, config=config, seed=seed, progress=progress, jobs=jobs, repetitions=repetitions)
 
 
 if __name__ == "__main__":  # python -m dpopt.experiments.kuru2022 [--quick] [--out DIR]
