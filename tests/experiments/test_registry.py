@@ -15,7 +15,7 @@ def test_the_three_papers_are_registered_lazily():
     assert {"kuru2022", "han2014", "chen2020"} <= set(registry.names())
     for experiment in registry.EXPERIMENTS.values():
         assert experiment.title and experiment.module.startswith("dpopt.experiments.")
-    assert not registry.get("han2014").parallel and registry.get("kuru2022").parallel
+    assert all(registry.get(name).parallel for name in ("kuru2022", "han2014", "chen2020"))
 
 
 def test_listing_imports_no_experiment_module():

@@ -56,8 +56,6 @@ from .._validation import check_int, check_positive
 from ..piecewise import PiecewiseAffineProblem, Polytope, minimize, solve, subgradient_method
 from ..report import (
     Section,
-    atomic_output,
-    check_output_dir,
     details_html,
     figures_section,
     list_html,
@@ -72,9 +70,8 @@ from ..report import (
     write_csv,
     write_experiment_report,
     write_privacy_records,
-    written_files,
 )
-from ._blas import single_threaded_blas
+from .framework import PaperExperiment, Task, execute
 
 __all__ = ["Config", "QUICK", "FULL", "Han2014Run", "run", "METHODS", "SUMMARY_COLUMNS"]
 
@@ -155,6 +152,8 @@ class Han2014Run:
     privacy: dict = field(default_factory=dict)
     outputs: list[dict] = field(default_factory=list)
     figures: dict = field(default_factory=dict)
+    per_run: list[dict] = field(default_factory=list)  # one objective per run (runs.csv)
+    optimum: float = float("nan")  # f_opt at Fig. 1's (c, m)
 
     @property
     def text(self) -> str:
@@ -188,30 +187,43 @@ def _options(method: str, config: Config) -> dict:
     return {}
 
 
-def _evaluate_point(A, b, config: Config, c: float, m: int, key: int, log) -> dict:
-    """All four mechanisms at one grid point: {method: (objectives (R,), DPResult, seconds)}."""
-    problem = _problem(A, b, config, c, m)
-    out = {"optimum": float(solve(problem).fun)}
-    for j, method in enumerate(METHODS):
-        rng = np.random.default_rng([config.seed, key, j])
-        start = time.perf_counter()
-        result = minimize(
-            problem, config.epsilon, method=method, repetitions=config.runs, rng=rng,
-            **_options(method, config),
+def _seed(config: Config, *key: int) -> np.random.SeedSequence:
+    """The stream of one mechanism run: ``SeedSequence([seed, *key])`` (the streams of the published numbers)."""
+    return np.random.SeedSequence([config.seed, *key])
+
+
+def _mechanism(state: dict, c: float, m: int, key: int, j: int) -> dict:
+    """Mechanism ``METHODS[j]`` at grid point ``key`` = (c, m): objectives (R,), diagnostics, privacy record."""
+    config = state["config"]
+    problem = _problem(state["A"], state["b"], config, c, m)
+    method = METHODS[j]
+    start = time.perf_counter()
+    rng = np.random.default_rng(_seed(config, key, j))
+    result = minimize(problem, config.epsilon, method=method, repetitions=config.runs, rng=rng,
+                      **_options(method, config))  # fmt: skip
+    seconds = time.perf_counter() - start
+    out = {"method": method, "f": np.asarray(result.fun), "info": result.info, "seconds": seconds,
+           "privacy": result.privacy_record(),
+           "label": f"c={c:g} m={m}: {method:16s} mean f = {np.mean(result.fun):9.4f}  ({seconds:.1f} s)"}  # fmt: skip
+    if method == "subgradient":
+        # Same seed ⇒ same draws and iterates; only the released aggregate differs.
+        other = OTHER_OUTPUT[config.subgradient_output]
+        paired = minimize(
+            problem, config.epsilon, method=method, repetitions=config.runs,
+            rng=np.random.default_rng(_seed(config, key, j)), **{**_options(method, config), "output": other},
         )  # fmt: skip
-        seconds = time.perf_counter() - start
-        out[method] = (np.asarray(result.fun), result, seconds)
-        log(f"c={c:g} m={m}: {method:16s} mean f = {np.mean(result.fun):9.4f}  ({seconds:.1f} s)")
-        if method == "subgradient":
-            # Same seed ⇒ same draws and iterates; only the released aggregate differs.
-            other = OTHER_OUTPUT[config.subgradient_output]
-            paired = minimize(
-                problem, config.epsilon, method=method, repetitions=config.runs,
-                rng=np.random.default_rng([config.seed, key, j]),
-                **{**_options(method, config), "output": other},
-            )  # fmt: skip
-            out["subgradient-" + other] = np.asarray(paired.fun)
+        out["paired"] = np.asarray(paired.fun)
     return out
+
+
+def _point(A, b, config: Config, c: float, m: int, mechanisms: list[dict]) -> dict:
+    """All four mechanisms at one grid point: {method: (objectives (R,), info, seconds), optimum, paired output}."""
+    point = {"optimum": float(solve(_problem(A, b, config, c, m)).fun)}
+    for out in mechanisms:
+        point[out["method"]] = (out["f"], out["info"], out["seconds"])
+        if "paired" in out:
+            point["subgradient-" + OTHER_OUTPUT[config.subgradient_output]] = out["paired"]
+    return point
 
 
 def _output_rows(point: dict, sweep: str, value, config: Config) -> list[dict]:
@@ -235,7 +247,7 @@ def _summary_rows(
 ) -> tuple[list[dict], list[dict]]:
     rows, per_run = [], []
     for method in METHODS:
-        objectives, result, seconds = point[method]
+        objectives, info, seconds = point[method]
         runs = len(objectives)
         std = float(np.std(objectives, ddof=1))
         rows.append({
@@ -243,8 +255,8 @@ def _summary_rows(
             "objective_mean": float(np.mean(objectives)), "objective_std": std,
             "optimum": point["optimum"], "objective_sem": std / np.sqrt(runs), "runs": runs,
             "c": c, "m": m,
-            "mcmc_acceptance": result.info.get("acceptance_rate", ""),
-            "mcmc_rhat": result.info.get("rhat", ""), "seconds": round(seconds, 3),
+            "mcmc_acceptance": info.get("acceptance_rate", ""),
+            "mcmc_rhat": info.get("rhat", ""), "seconds": round(seconds, 3),
         })  # fmt: skip
         per_run.extend(
             {"sweep": sweep, "value": value, "c": c, "m": m, "method": method, "run": r,
@@ -254,30 +266,36 @@ def _summary_rows(
     return rows, per_run
 
 
-def _iteration_rows(A, b, config: Config, log) -> list[dict]:
-    """Fig. 1: private and non-private subgradient objective vs the number of iterations k."""
-    problem = _problem(A, b, config, config.c, config.m)
-    rows = []
-    for i, k in enumerate(config.iteration_grid):
-        rng = np.random.default_rng([config.seed, 10_000 + i])
-        private = minimize(
-            problem, config.epsilon, method="subgradient", repetitions=config.runs, rng=rng,
-            iterations=k, output=config.subgradient_output,
-        )  # fmt: skip
-        f = np.asarray(private.fun)
-        std = float(f.std(ddof=1))
-        exact = subgradient_method(problem, k, output=config.subgradient_output)
-        f_np = float(problem.value(exact.x)[0])
-        rows.append({
-            "iterations": k, "method": "subgradient", "objective_mean": float(f.mean()),
-            "objective_std": std, "objective_sem": std / np.sqrt(f.size), "runs": f.size,
-        })  # fmt: skip
-        rows.append({
-            "iterations": k, "method": "non-private", "objective_mean": f_np, "objective_std": 0.0,
-            "objective_sem": 0.0, "runs": 1,
-        })  # fmt: skip
-        log(f"Fig. 1: k={k}: private {f.mean():.4f}, non-private {f_np:.4f}")
-    return rows
+def _iteration_point(state: dict, i: int, k: int) -> list[dict]:
+    """Fig. 1 at ``k`` iterations: the private and the non-private subgradient method's objective."""
+    config = state["config"]
+    problem = _problem(state["A"], state["b"], config, config.c, config.m)
+    private = minimize(
+        problem, config.epsilon, method="subgradient", repetitions=config.runs,
+        rng=np.random.default_rng(_seed(config, 10_000 + i)), iterations=k, output=config.subgradient_output,
+    )  # fmt: skip
+    f = np.asarray(private.fun)
+    std = float(f.std(ddof=1))
+    exact = subgradient_method(problem, k, output=config.subgradient_output)
+    f_np = float(problem.value(exact.x)[0])
+    return [
+        {"iterations": k, "method": "subgradient", "objective_mean": float(f.mean()), "objective_std": std,
+         "objective_sem": std / np.sqrt(f.size), "runs": f.size},
+        {"iterations": k, "method": "non-private", "objective_mean": f_np, "objective_std": 0.0,
+         "objective_sem": 0.0, "runs": 1},
+    ]  # fmt: skip
+
+
+def _work(state: dict, kind: str, *args):
+    return _mechanism(state, *args) if kind == "mechanism" else _iteration_point(state, *args)
+
+
+def _describe(task: Task, result) -> str:
+    if task.args[0] == "mechanism":
+        return result["label"]
+    private, exact = result
+    return f"Fig. 1: k={private['iterations']}: private {private['objective_mean']:.4f}, " \
+           f"non-private {exact['objective_mean']:.4f}"
 
 
 def _verdict(summary: list[dict]) -> list[dict]:
@@ -475,6 +493,64 @@ def _report(tmp: Path, result: Han2014Run, figures: dict) -> Path:
     )
 
 
+class Han2014(PaperExperiment):
+    """han2014 §5 on the shared skeleton: every mechanism at every grid point and every Fig. 1 point is a task."""
+
+    name = "han2014"
+    FULL, QUICK = FULL, QUICK
+    summary_columns = SUMMARY_COLUMNS
+
+    def compute(self, config: Config, *, jobs: int, progress) -> Han2014Run:
+        A, b = _instance(config)
+        points = [("c", c, c, config.m) for c in config.c_grid] + [("m", m, config.c, m) for m in config.m_grid]
+        keys = {point: key for key, point in enumerate(dict.fromkeys((c, m) for _, _, c, m in points))}
+        tasks = [Task(("mechanism", key, j), ("mechanism", c, m, key, j)) for (c, m), key in keys.items()
+                 for j in range(len(METHODS))]  # fmt: skip
+        tasks += [Task(("fig1", i), ("fig1", i, k)) for i, k in enumerate(config.iteration_grid)]
+        done = execute(_work, tasks, state={"config": config, "A": A, "b": b}, jobs=jobs, progress=progress,
+                       describe=_describe)  # fmt: skip
+        results = dict(zip((task.key for task in tasks), done, strict=True))
+        cache = {
+            (c, m): _point(A, b, config, c, m, [results[("mechanism", key, j)] for j in range(len(METHODS))])
+            for (c, m), key in keys.items()
+        }
+        summary, per_run, outputs = [], [], []
+        for sweep, value, c, m in points:
+            rows, runs_rows = _summary_rows(cache[(c, m)], sweep, value, c, m)
+            summary.extend(rows)
+            per_run.extend(runs_rows)
+            outputs.extend(_output_rows(cache[(c, m)], sweep, value, config))
+        privacy = {method: results[("mechanism", 0, j)]["privacy"] for j, method in enumerate(METHODS)}
+        iteration_rows = [row for i in range(len(config.iteration_grid)) for row in results[("fig1", i)]]
+        optimum = cache[(config.c, config.m)]["optimum"] if (config.c, config.m) in cache else float(
+            solve(_problem(A, b, config, config.c, config.m)).fun)
+        return Han2014Run(
+            config, summary, iteration_rows, _format_table(summary), _verdict(summary),
+            privacy=privacy, outputs=outputs, per_run=per_run, optimum=optimum,
+        )  # fmt: skip
+
+    def summary(self, result: Han2014Run) -> list[dict]:
+        return result.summary
+
+    def write(self, result: Han2014Run, folder: Path) -> dict:
+        write_csv(folder / "runs.csv", result.per_run)
+        write_csv(folder / "iterations.csv", result.iterations)
+        write_csv(folder / "subgradient_outputs.csv", result.outputs)
+        write_privacy_records(folder / "privacy", result.privacy)
+        figures = {
+            "Fig. 1: objective vs iterations": _iteration_figure(
+                folder / "fig1_iterations.png", result.iterations, result.optimum, result.config
+            ),
+            "Fig. 2: objective vs c": _sweep_figure(folder / "fig2_c.png", result.summary, "c", result.config),
+            "Fig. 3: objective vs m": _sweep_figure(folder / "fig3_m.png", result.summary, "m", result.config),
+        }
+        _report(folder, result, figures)
+        return figures
+
+
+EXPERIMENT = Han2014()
+
+
 def run(
     quick: bool = False,
     out=None,
@@ -483,6 +559,7 @@ def run(
     runs: int | None = None,
     seed: int | None = None,
     progress: Callable[[int, int, str], None] | None = None,
+    jobs: int | None = None,
 ) -> Han2014Run:
     """Run the §5 experiment; with ``out`` write CSVs, figures and ``report.html`` there.
 
@@ -490,65 +567,10 @@ def run(
     overrides both; ``runs`` and ``seed`` override the chosen configuration's.
     ``progress(done, total, label)`` is called after each mechanism at each grid
     point and each point of Fig. 1 (e.g. :class:`dpopt.progress.Progress`).
+    ``jobs`` worker processes share those tasks (default 1; the results do not depend on it).
     The output folder is all or nothing (:func:`~dpopt.report.atomic_output`).
     """
-    if out is not None:
-        out = check_output_dir(out)
-    config = config or (QUICK if quick else FULL)
-    if runs is not None:
-        config = replace(config, runs=runs)
-    if seed is not None:
-        config = replace(config, seed=check_int("seed", seed, minimum=0))
-    start = time.perf_counter()
-    A, b = _instance(config)
-    summary, per_run, outputs, cache = [], [], [], {}
-    points = [("c", c, c, config.m) for c in config.c_grid] + [
-        ("m", m, config.c, m) for m in config.m_grid
-    ]
-    total = len(METHODS) * len({(c, m) for _, _, c, m in points}) + len(config.iteration_grid)
-    done = []
-
-    def log(label: str) -> None:
-        done.append(label)
-        if progress is not None:
-            progress(len(done), total, label)
-
-    privacy = {}
-    with single_threaded_blas():
-        for sweep, value, c, m in points:
-            if (c, m) not in cache:
-                cache[(c, m)] = _evaluate_point(A, b, config, c, m, len(cache), log)
-            rows, runs_rows = _summary_rows(cache[(c, m)], sweep, value, c, m)
-            summary.extend(rows)
-            per_run.extend(runs_rows)
-            outputs.extend(_output_rows(cache[(c, m)], sweep, value, config))
-        for method in METHODS:
-            privacy[method] = next(iter(cache.values()))[method][1].privacy_record()
-        iteration_rows = _iteration_rows(A, b, config, log)
-    result = Han2014Run(
-        config, summary, iteration_rows, _format_table(summary), _verdict(summary),
-        privacy=privacy, outputs=outputs,
-    )  # fmt: skip
-    result.seconds = time.perf_counter() - start
-    if out is not None:
-        optimum = float(solve(_problem(A, b, config, config.c, config.m)).fun)
-        with atomic_output(out) as tmp:
-            write_csv(tmp / "summary.csv", summary, SUMMARY_COLUMNS)
-            write_csv(tmp / "runs.csv", per_run)
-            write_csv(tmp / "iterations.csv", iteration_rows)
-            write_csv(tmp / "subgradient_outputs.csv", outputs)
-            write_privacy_records(tmp / "privacy", result.privacy)
-            figures = {
-                "Fig. 1: objective vs iterations": _iteration_figure(
-                    tmp / "fig1_iterations.png", iteration_rows, optimum, config
-                ),
-                "Fig. 2: objective vs c": _sweep_figure(tmp / "fig2_c.png", summary, "c", config),
-                "Fig. 3: objective vs m": _sweep_figure(tmp / "fig3_m.png", summary, "m", config),
-            }
-            _report(tmp, result, figures)
-            result.paths = written_files(tmp, out)
-        result.figures = {caption: out / p.name for caption, p in figures.items()}
-    return result
+    return EXPERIMENT.run(quick, out, config=config, seed=seed, progress=progress, jobs=jobs, runs=runs)
 
 
 if __name__ == "__main__":  # python -m dpopt.experiments.han2014 [--quick] [--out DIR]

@@ -113,7 +113,6 @@ register(Experiment(
     "han2014",
     "Han, Topcu & Pappas (2014) §5: four private mechanisms for piecewise-affine minimization",
     "dpopt.experiments.han2014",
-    parallel=False,
 ))
 register(Experiment(
     "chen2020",
