@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import signal
 import sys
 import time
 from pathlib import Path
@@ -77,11 +76,8 @@ def _check(args) -> Path:
     return out
 
 
-def _interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt
-
-
 def run(args) -> int:
+    from ..experiments.framework import sigterm_as_interrupt
     from ..progress import Progress
 
     out = _check(args)
@@ -98,15 +94,13 @@ def run(args) -> int:
     start = time.perf_counter()
     # A termination request (kill, a CI timeout) unwinds like Ctrl-C: worker processes are stopped and
     # no partial output folder remains.
-    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        result = run_experiment(**kwargs)
+        with sigterm_as_interrupt():
+            result = run_experiment(**kwargs)
     except KeyboardInterrupt:
         if progress.interactive and not args.quiet:
             progress.stream.write("\n")  # end the redrawn status line before the "interrupted" message
         raise
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     seconds = time.perf_counter() - start
     print(result.text)
     print()

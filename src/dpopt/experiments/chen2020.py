@@ -77,8 +77,6 @@ from ..linesearch.model import LinearModel
 from ..linesearch.registry import SPECS, accuracy, requirement_error
 from ..report import (
     Section,
-    atomic_output,
-    check_output_dir,
     details_html,
     figures_section,
     list_html,
@@ -90,8 +88,8 @@ from ..report import (
     table_html,
     write_csv,
     write_experiment_report,
-    written_files,
 )
+from .framework import PaperExperiment, Task, execute, task_seed
 
 __all__ = [
     "Config",
@@ -168,6 +166,7 @@ class Config:
     study_runs: int = 2
     study_max_rows: int | None = None
     study_values: int | bool = False
+    seed: int = 0
 
     def __post_init__(self):
         unknown = sorted(set(self.methods) - set(SPECS))
@@ -186,6 +185,7 @@ class Config:
             check_int("max_rows", self.max_rows, minimum=20)
         if self.study_max_rows is not None:
             check_int("study_max_rows", self.study_max_rows, minimum=20)
+        check_int("seed", self.seed, minimum=0)
 
     @property
     def evaluated_folds(self) -> int:
@@ -221,6 +221,8 @@ class Chen2020Run:
     figures: dict = field(default_factory=dict)
     datasets: dict = field(default_factory=dict)
     markdown: str = ""
+    study_summary: list[dict] = field(default_factory=list)
+    notes: dict = field(default_factory=dict)  # what the Data section lists: data sets used, what was skipped
 
     def to_dict(self) -> dict:
         return {
@@ -253,7 +255,7 @@ def _folds(y: np.ndarray, k: int, count: int, seed: int, salt: int) -> list[tupl
 
 
 def _rng(seed: int, *key: int) -> np.random.Generator:
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=tuple(int(k) for k in key)))
+    return np.random.default_rng(task_seed(seed, *key))
 
 
 def _build_model(model_name: str, X, y, mu: float) -> LinearModel:
@@ -342,7 +344,10 @@ def _study_task(task: dict) -> list[dict]:
     return rows
 
 
-def _run_task(task: dict) -> list[dict]:
+def _run_task(state: dict, task: dict) -> list[dict]:
+    """One task of the executor: the data set comes from the shared state, not with every task."""
+    X, y = state[task["data"]]
+    task = {**task, "X": X, "y": y}
     return _study_task(task) if task["kind"] == "study" else _main_task(task)
 
 
@@ -626,9 +631,12 @@ def _thin(values: tuple, step: int) -> tuple:
     return kept if kept[-1] == values[-1] else kept + (values[-1],)
 
 
-def _tasks(cfg: Config, seed: int) -> tuple[list[dict], dict, list[str]]:
+def _tasks(cfg: Config) -> tuple[list[Task], dict, list[str], dict]:
+    """The tasks (one per data set × fold × model, and per Fig. 1 panel value × fold), the data notes, what was
+    skipped, and the shared state: (data set, rows) → (X, y)."""
     tasks, info, skipped = [], {}, []
     cache: dict = {}
+    seed = cfg.seed
 
     def data(name, max_rows):
         if (name, max_rows) not in cache:
@@ -645,7 +653,7 @@ def _tasks(cfg: Config, seed: int) -> tuple[list[dict], dict, list[str]]:
         for fold, (train, test) in enumerate(_folds(y, cfg.folds, cfg.evaluated_folds, seed, d_idx)):
             for m_idx, model in enumerate(cfg.models):
                 tasks.append({"kind": "main", "config": cfg, "seed": seed, "dataset": name, "ds_index": d_idx,
-                              "model": model, "model_index": m_idx, "fold": fold, "X": X, "y": y,
+                              "model": model, "model_index": m_idx, "fold": fold, "data": (name, cfg.max_rows),
                               "train": train, "test": test})
     if cfg.study:
         panels = _study_panels(cfg)
@@ -659,32 +667,12 @@ def _tasks(cfg: Config, seed: int) -> tuple[list[dict], dict, list[str]]:
                 for v_idx, value in enumerate(values):
                     tasks.append({"kind": "study", "config": cfg, "seed": seed, "panel": key,
                                   "panel_index": p_idx, "method": method, "param": param, "value": value,
-                                  "value_index": v_idx, "fold": fold, "X": X, "y": y,
+                                  "value_index": v_idx, "fold": fold, "data": (cfg.study_dataset, cfg.study_max_rows),
                                   "train": train, "test": test})
-    return tasks, info, skipped
-
-
-def _execute(tasks: list[dict], jobs: int, progress: Callable | None) -> list[list[dict]]:
-    """Run the tasks (largest first) in ``jobs`` processes; report each finished task."""
-    order = sorted(range(len(tasks)), key=lambda i: -tasks[i]["train"].size)
-    results: list = [None] * len(tasks)
-    if jobs == 1:
-        for done, i in enumerate(order, 1):
-            results[i] = _run_task(tasks[i])
-            if progress is not None:
-                progress(done, len(tasks), _describe(tasks[i]))
-        return results
-    from joblib import Parallel, delayed
-
-    def job(i):
-        return i, _run_task(tasks[i])
-
-    stream = Parallel(n_jobs=jobs, return_as="generator_unordered")(delayed(job)(i) for i in order)
-    for done, (i, rows) in enumerate(stream, 1):
-        results[i] = rows
-        if progress is not None:
-            progress(done, len(tasks), _describe(tasks[i]))
-    return results
+    state = {key: (X, y) for key, (X, y, _) in cache.items()}
+    # the largest training sets first, so the slowest tasks do not start last
+    return [Task((i,), (task,), cost=task["train"].size, label=_describe(task)) for i, task in enumerate(tasks)], \
+        info, skipped, state
 
 
 def _describe(task: dict) -> str:
@@ -737,9 +725,9 @@ def _verdict_paragraphs(comparison) -> list[str]:
     return out
 
 
-def _report(tmp: Path, result: Chen2020Run, figures: dict, seed: int, study_summary, notes: dict) -> Path:
-    cfg = result.config
-    quick = cfg == QUICK
+def _report(tmp: Path, result: Chen2020Run, figures: dict) -> Path:
+    cfg, seed, study_summary, notes = result.config, result.config.seed, result.study_summary, result.notes
+    quick = cfg == replace(QUICK, seed=seed)
     run_part = run_section(
         command=reproduce_command("chen2020", cfg, quick=QUICK, full=FULL, seed=seed),
         config=asdict(cfg),
@@ -801,6 +789,66 @@ def _report(tmp: Path, result: Chen2020Run, figures: dict, seed: int, study_summ
     )
 
 
+class Chen2020(PaperExperiment):
+    """chen2020 §5 on the shared skeleton: one task per (data set, fold, model) and per Fig. 1 value and fold."""
+
+    name = "chen2020"
+    FULL, QUICK = FULL, QUICK
+    summary_columns = SUMMARY_COLUMNS
+
+    def default_jobs(self, quick: bool) -> int:
+        return 2  # the machine this was sized for
+
+    def compute(self, cfg: Config, *, jobs: int, progress) -> Chen2020Run:
+        start = time.perf_counter()
+        tasks, info, skipped, state = _tasks(cfg)
+        results = execute(_run_task, tasks, state=state, jobs=jobs, progress=progress)
+        rows, study_rows = [], []
+        for task, task_rows in zip(tasks, results, strict=True):
+            for row in task_rows:
+                row.pop("_trace", None)
+            (study_rows if task.args[0]["kind"] == "study" else rows).extend(task_rows)
+        summary = summarize(rows)
+        comparison = compare(summary)
+        study_summary = summarize(study_rows, keys=("panel", "method", "param", "value", "epsilon"))
+        seconds = time.perf_counter() - start
+        notes = dict(info)
+        for i, text in enumerate(skipped):
+            notes[f"skipped{i}"] = f"skipped: {text}"
+        text_md = _markdown(cfg, summary, comparison, study_summary, rows + study_rows, notes, seconds)
+        return Chen2020Run(config=cfg, rows=rows, summary=summary, comparison=comparison, study=study_rows,
+                           text=_short_text(comparison, seconds), seconds=seconds, datasets=info,
+                           markdown=text_md, study_summary=study_summary, notes=notes)
+
+    def summary(self, result: Chen2020Run) -> list[dict]:
+        return result.summary
+
+    def write(self, result: Chen2020Run, folder: Path) -> dict:
+        cfg, summary, study_summary = result.config, result.summary, result.study_summary
+        write_csv(folder / "runs.csv", result.rows, RUN_COLUMNS)
+        write_csv(folder / "comparison.csv", result.comparison)
+        if result.study:
+            write_csv(folder / "study.csv", result.study, STUDY_COLUMNS)
+        (folder / "summary.md").write_text(result.markdown, encoding="utf-8")
+        figures, captions = {}, {}
+        plotted = [d for d in cfg.datasets if any(r["dataset"] == d for r in summary)]
+        for model, name, title in (("logistic", "fig3_logistic.png", "Logistic regression (chen2020 Fig. 3)"),
+                                   ("huber_svm", "fig4_huber_svm.png", "Huberized SVM, h = 0.5 (chen2020 Fig. 4)")):
+            if model in cfg.models and plotted:
+                figures[name] = _plot_by_epsilon(summary, model, plotted, folder / name, title)
+                captions[f"{title}: test accuracy and training objective against ε"] = figures[name]
+        if study_summary:
+            figures["fig1_hyperparameters.png"] = _plot_study(study_summary, cfg.study_epsilons,
+                                                              folder / "fig1_hyperparameters.png")
+            captions["Fig. 1: DP-BLSGD's test accuracy against each hyper-parameter"] = figures[
+                "fig1_hyperparameters.png"]
+        _report(folder, result, captions)
+        return figures
+
+
+EXPERIMENT = Chen2020()
+
+
 def run(quick: bool = False, out=None, *, config: Config | None = None, seed: int | None = None,
         progress: Callable[[int, int, str], None] | None = None, datasets: Sequence[str] | None = None,
         jobs: int | None = None) -> Chen2020Run:
@@ -808,7 +856,7 @@ def run(quick: bool = False, out=None, *, config: Config | None = None, seed: in
 
     ``quick`` selects :data:`QUICK` instead of :data:`FULL`; ``config``
     overrides both; ``datasets`` overrides the configuration's data sets.
-    ``seed`` (default 0) fixes every split, subsample and run.  ``progress(done,
+    ``seed`` (default: the configuration's, 0) fixes every split, subsample and run.  ``progress(done,
     total, label)`` is called after each finished task (e.g.
     :class:`dpopt.progress.Progress`).  ``jobs`` worker processes (default 2,
     the machine this was sized for; 1 runs in-process); the results do not
@@ -816,54 +864,5 @@ def run(quick: bool = False, out=None, *, config: Config | None = None, seed: in
     (:func:`~dpopt.report.atomic_output`).  Returns a
     :class:`Chen2020Run`; ``run(...).to_dict()`` is the JSON-ready form.
     """
-    if out is not None:
-        out = check_output_dir(out)
-    cfg = config or (QUICK if quick else FULL)
-    if datasets is not None:
-        cfg = replace(cfg, datasets=tuple(datasets))
-    seed = 0 if seed is None else check_int("seed", seed, minimum=0)
-    jobs = 2 if jobs is None else check_int("jobs", jobs)
-    start = time.perf_counter()
-    tasks, info, skipped = _tasks(cfg, seed)
-    results = _execute(tasks, jobs, progress)
-    rows, study_rows = [], []
-    for task, task_rows in zip(tasks, results, strict=True):
-        for row in task_rows:
-            row.pop("_trace", None)
-        (study_rows if task["kind"] == "study" else rows).extend(task_rows)
-    summary = summarize(rows)
-    comparison = compare(summary)
-    study_summary = summarize(study_rows, keys=("panel", "method", "param", "value", "epsilon"))
-    seconds = time.perf_counter() - start
-    notes = dict(info)
-    for i, text in enumerate(skipped):
-        notes[f"skipped{i}"] = f"skipped: {text}"
-    text_md = _markdown(cfg, summary, comparison, study_summary, rows + study_rows, notes, seconds)
-    result = Chen2020Run(config=cfg, rows=rows, summary=summary, comparison=comparison, study=study_rows,
-                         text=_short_text(comparison, seconds), seconds=seconds, datasets=info,
-                         markdown=text_md)
-    if out is not None:
-        with atomic_output(out) as tmp:
-            write_csv(tmp / "summary.csv", summary, SUMMARY_COLUMNS)
-            write_csv(tmp / "runs.csv", rows, RUN_COLUMNS)
-            write_csv(tmp / "comparison.csv", comparison)
-            if study_rows:
-                write_csv(tmp / "study.csv", study_rows, STUDY_COLUMNS)
-            (tmp / "summary.md").write_text(text_md, encoding="utf-8")
-            figures, captions = {}, {}
-            plotted = [d for d in cfg.datasets if any(r["dataset"] == d for r in summary)]
-            for model, name, title in (("logistic", "fig3_logistic.png", "Logistic regression (chen2020 Fig. 3)"),
-                                       ("huber_svm", "fig4_huber_svm.png",
-                                        "Huberized SVM, h = 0.5 (chen2020 Fig. 4)")):
-                if model in cfg.models and plotted:
-                    figures[name] = _plot_by_epsilon(summary, model, plotted, tmp / name, title)
-                    captions[f"{title}: test accuracy and training objective against ε"] = figures[name]
-            if study_summary:
-                figures["fig1_hyperparameters.png"] = _plot_study(study_summary, cfg.study_epsilons,
-                                                                  tmp / "fig1_hyperparameters.png")
-                captions["Fig. 1: DP-BLSGD's test accuracy against each hyper-parameter"] = figures[
-                    "fig1_hyperparameters.png"]
-            _report(tmp, result, captions, seed, study_summary, notes)
-            result.paths = written_files(tmp, out)
-        result.figures = {name: out / name for name in figures}
-    return result
+    return EXPERIMENT.run(quick, out, config=config, seed=seed, progress=progress, jobs=jobs,
+                          datasets=None if datasets is None else tuple(datasets))

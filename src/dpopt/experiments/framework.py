@@ -63,7 +63,7 @@ from .._validation import check_int
 from ..report import atomic_output, check_output_dir, write_csv, written_files
 from ._blas import single_threaded_blas
 
-__all__ = ["Task", "task_seed", "execute", "PaperExperiment"]
+__all__ = ["Task", "task_seed", "execute", "PaperExperiment", "sigterm_as_interrupt"]
 
 Progress = Callable[[int, int, str], None]
 
@@ -207,7 +207,7 @@ def _interrupt(signum, frame) -> None:
 
 
 @contextlib.contextmanager
-def _sigterm_as_interrupt():
+def sigterm_as_interrupt():
     """A termination request (kill, a CI timeout) unwinds like Ctrl-C: workers stop, no partial folder."""
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -280,7 +280,7 @@ class PaperExperiment:
         jobs = self.default_jobs(quick) if jobs is None else check_int("jobs", jobs)
         progress = progress or (lambda done, total, label: None)
         start = time.perf_counter()
-        with _sigterm_as_interrupt(), _keepalive(progress):
+        with sigterm_as_interrupt(), _keepalive(progress):
             result = self.compute(config, jobs=jobs, progress=progress)
             result.seconds = time.perf_counter() - start
             if out is not None:
