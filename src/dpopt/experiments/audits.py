@@ -26,6 +26,7 @@ True
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
@@ -448,103 +449,48 @@ def dp_sgd_target() -> AuditTarget:
     )
 
 
-@register("dp-nag")
-def dp_nag_target() -> AuditTarget:
-    """DP-NAG (kuru2022 eq. (4.1)), T = 2, ε = 1, full batch, worst-case replace-one neighbour."""
-    from ..accelerated.audit import nag_audit_target
+def _family_target(path: str, *args, **kwargs) -> Callable[[], AuditTarget]:
+    """A factory that imports a family's own audit-target builder (``"module:function"``) only when called."""
+    module, function = path.split(":")
 
-    return nag_audit_target()
+    def factory() -> AuditTarget:
+        return getattr(importlib.import_module(module, __package__), function)(*args, **kwargs)
 
-
-# --------------------------------------------------------------------------- linesearch (chen2020)
-
-
-@register("noisy-btls-laplace")
-def noisy_btls_laplace_target() -> AuditTarget:
-    """NoisyBTLS (chen2020 Alg. 1), Laplace SVT, ε_BT = 1, 4 steps; one record shifts every query by C_obj."""
-    from ..linesearch.audit import noisy_btls_audit_target
-
-    return noisy_btls_audit_target("laplace")
-
-
-@register("noisy-btls-gaussian")
-def noisy_btls_gaussian_target() -> AuditTarget:
-    """NoisyBTLS (chen2020 Alg. 1), Gaussian SVT, ρ_BT = 0.05, 4 steps; RDP ledger's claim at δ = 1e-5."""
-    from ..linesearch.audit import noisy_btls_audit_target
-
-    return noisy_btls_audit_target("gaussian")
+    return factory
 
 
 #: Runs per input of the DP-BLSGD target: its runs are sequential (data-dependent control
 #: flow), ≈ 2.5 ms each; ask ``dpopt audit dp-blsgd --samples N`` for a sharper bound.
 DP_BLSGD_SAMPLES = 2_000
 
-
-@register("dda-node")
-def dda_node_target() -> AuditTarget:
-    """liu2024 Algorithm 1: the message one node sends, ε = 2 by the RDP accountant (replace-one)."""
-    from ..dualavg.audit import node_messages_target
-
-    return node_messages_target()
-
-
-@register("dp-blsgd")
-def dp_blsgd_target() -> AuditTarget:
-    """DP-BLSGD (chen2020 Alg. 2), 2 iterations, Poisson q = 1/2, (2, 1e-5) by RDP; record beyond both clips."""
-    from ..linesearch.audit import dp_blsgd_audit_target
-
-    return dp_blsgd_audit_target(samples=DP_BLSGD_SAMPLES)
-
-
-@register("neural-dp-sgd")
-def neural_dp_sgd_target() -> AuditTarget:
-    """DP-SGD on a 2-2-1 tanh network (dpopt.neural), one iteration, Poisson q = 1/2, C = 1, (2, 1e-5) by RDP."""
-    from ..neural.audit import dp_sgd_audit_target
-
-    return dp_sgd_audit_target()
-
-
-# --------------------------------------------------------------------------- piecewise (han2014)
-
-
-@register("piecewise-laplace-data")
-def piecewise_laplace_data_target() -> AuditTarget:
-    """han2014 mechanism 1 (Thm 16: vector Laplace on b, then the LP), ε = 1; centre of |x − y| moved by b_max."""
-    from ..piecewise.audit import piecewise_audit_target
-
-    return piecewise_audit_target("laplace-data")
-
-
-@register("piecewise-laplace-solution")
-def piecewise_laplace_solution_target() -> AuditTarget:
-    """han2014 mechanism 2 (Thm 9: Laplace on x_opt, projected), ε = 1; x_opt moves by diam(P)."""
-    from ..piecewise.audit import piecewise_audit_target
-
-    return piecewise_audit_target("laplace-solution")
-
-
-@register("piecewise-subgradient")
-def piecewise_subgradient_target() -> AuditTarget:
-    """han2014 mechanism 4 (Alg. 1–2), 3 exponential-mechanism steps at ε/3, ε = 1, last iterate."""
-    from ..piecewise.audit import piecewise_audit_target
-
-    return piecewise_audit_target("subgradient")
-
-
-# --------------------------------------------------------------------------- bayesopt (kusner2015)
-
-
-@register("bayesopt-alg3-score")
-def bayesopt_alg3_score_target() -> AuditTarget:
-    """kusner2015 Algorithm 3's released score, ε = 1, tables whose maxima differ by Theorem 7's Δ_f."""
-    from ..bayesopt.audit import alg3_score_target
-
-    return alg3_score_target()
-
-
-@register("bayesopt-alg3-lambda")
-def bayesopt_alg3_lambda_target() -> AuditTarget:
-    """kusner2015 Algorithm 3's released λ, ε = 1, two candidates moved by the per-record bound."""
-    from ..bayesopt.audit import alg3_lambda_target
-
-    return alg3_lambda_target()
+# name → (builder, its arguments, description); the families hold the targets, this table names them.
+for _name, _path, _args, _kwargs, _description in (
+    ("dp-nag", "..accelerated.audit:nag_audit_target", (), {},
+     "DP-NAG (kuru2022 eq. (4.1)), T = 2, ε = 1, full batch, worst-case replace-one neighbour."),
+    # linesearch (chen2020)
+    ("noisy-btls-laplace", "..linesearch.audit:noisy_btls_audit_target", ("laplace",), {},
+     "NoisyBTLS (chen2020 Alg. 1), Laplace SVT, ε_BT = 1, 4 steps; one record shifts every query by C_obj."),
+    ("noisy-btls-gaussian", "..linesearch.audit:noisy_btls_audit_target", ("gaussian",), {},
+     "NoisyBTLS (chen2020 Alg. 1), Gaussian SVT, ρ_BT = 0.05, 4 steps; RDP ledger's claim at δ = 1e-5."),
+    # dualavg (liu2024)
+    ("dda-node", "..dualavg.audit:node_messages_target", (), {},
+     "liu2024 Algorithm 1: the message one node sends, ε = 2 by the RDP accountant (replace-one)."),
+    ("dp-blsgd", "..linesearch.audit:dp_blsgd_audit_target", (), {"samples": DP_BLSGD_SAMPLES},
+     "DP-BLSGD (chen2020 Alg. 2), 2 iterations, Poisson q = 1/2, (2, 1e-5) by RDP; record beyond both clips."),
+    # neural
+    ("neural-dp-sgd", "..neural.audit:dp_sgd_audit_target", (), {},
+     "DP-SGD on a 2-2-1 tanh network (dpopt.neural), one iteration, Poisson q = 1/2, C = 1, (2, 1e-5) by RDP."),
+    # piecewise (han2014)
+    ("piecewise-laplace-data", "..piecewise.audit:piecewise_audit_target", ("laplace-data",), {},
+     "han2014 mechanism 1 (Thm 16: vector Laplace on b, then the LP), ε = 1; centre of |x − y| moved by b_max."),
+    ("piecewise-laplace-solution", "..piecewise.audit:piecewise_audit_target", ("laplace-solution",), {},
+     "han2014 mechanism 2 (Thm 9: Laplace on x_opt, projected), ε = 1; x_opt moves by diam(P)."),
+    ("piecewise-subgradient", "..piecewise.audit:piecewise_audit_target", ("subgradient",), {},
+     "han2014 mechanism 4 (Alg. 1–2), 3 exponential-mechanism steps at ε/3, ε = 1, last iterate."),
+    # bayesopt (kusner2015)
+    ("bayesopt-alg3-score", "..bayesopt.audit:alg3_score_target", (), {},
+     "kusner2015 Algorithm 3's released score, ε = 1, tables whose maxima differ by Theorem 7's Δ_f."),
+    ("bayesopt-alg3-lambda", "..bayesopt.audit:alg3_lambda_target", (), {},
+     "kusner2015 Algorithm 3's released λ, ε = 1, two candidates moved by the per-record bound."),
+):  # fmt: skip
+    register(_name, _family_target(_path, *_args, **_kwargs), description=_description)

@@ -65,7 +65,8 @@ import math
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -75,21 +76,11 @@ from ..datasets import kfold_indices
 from ..datasets import load as load_dataset
 from ..linesearch.model import LinearModel
 from ..linesearch.registry import SPECS, accuracy, requirement_error
-from ..report import (
-    Section,
-    details_html,
-    figures_section,
-    list_html,
-    privacy_section,
-    pyplot,
-    reproduce_command,
-    run_section,
-    save_figure,
-    table_html,
-    write_csv,
-    write_experiment_report,
-)
-from .framework import PaperExperiment, Task, execute, task_seed
+from ..report.figures import pyplot, save_figure
+from ..report.files import write_csv
+from ..report.markup import Section, details_html, list_html, table_html
+from ..report.privacy import privacy_section
+from .framework import PaperExperiment, ReportParts, Task, execute, task_seed
 
 __all__ = [
     "Config",
@@ -725,23 +716,17 @@ def _verdict_paragraphs(comparison) -> list[str]:
     return out
 
 
-def _report(tmp: Path, result: Chen2020Run, figures: dict) -> Path:
+def _report(result: Chen2020Run, quick: bool) -> ReportParts:
     cfg, seed, study_summary, notes = result.config, result.config.seed, result.study_summary, result.notes
-    quick = cfg == replace(QUICK, seed=seed)
-    run_part = run_section(
-        command=reproduce_command("chen2020", cfg, quick=QUICK, full=FULL, seed=seed),
-        config=asdict(cfg),
-        seconds=result.seconds,
-        paragraphs=[
-            f"Methods: {', '.join(_LABELS[m] for m in cfg.methods)}; models: {', '.join(cfg.models)}; "
-            f"data sets: {', '.join(cfg.datasets)}. {_setup_line(cfg)} Seed {seed} fixes every split, "
-            "subsample and run.",
-            "Differences from the paper (Bank and IPUMS are not available offline; FULL evaluates 2 of the 10 "
-            "folds with one run per cell to fit its time budget) are listed in the module docstring of "
-            "dpopt.experiments.chen2020.",
-        ] + (["This is the reduced --quick configuration (Adult subsampled to 2000 rows, two ε, two folds, one run): "
-              "a smoke test whose spreads are rough, not the paper's numbers."] if quick else []),
-    )
+    about = [
+        f"Methods: {', '.join(_LABELS[m] for m in cfg.methods)}; models: {', '.join(cfg.models)}; "
+        f"data sets: {', '.join(cfg.datasets)}. {_setup_line(cfg)} Seed {seed} fixes every split, "
+        "subsample and run.",
+        "Differences from the paper (Bank and IPUMS are not available offline; FULL evaluates 2 of the 10 "
+        "folds with one run per cell to fit its time budget) are listed in the module docstring of "
+        "dpopt.experiments.chen2020.",
+    ] + (["This is the reduced --quick configuration (Adult subsampled to 2000 rows, two ε, two folds, one run): "
+          "a smoke test whose spreads are rough, not the paper's numbers."] if quick else [])
     counts = comparison_counts(result.comparison)
     verdict = Section(
         "Do DP-BLSGD and DP-BLGD beat the baselines?",
@@ -774,95 +759,63 @@ def _report(tmp: Path, result: Chen2020Run, figures: dict) -> Path:
         extra.append(Section("Errors", list_html(errors[:50]),
                              paragraphs=["Fits that raised; their metrics are left out of the means."]))
     extra.append(Section("Seconds per fit (mean)", table_html(_timing_table(result.rows + result.study))))
-    return write_experiment_report(
-        tmp / "report.html",
+    return ReportParts(
         "Reproduction of Chen & Lee (2020): private line search on convex problems",
-        run=run_part,
-        verdict=verdict,
-        figures=figures_section(figures, paragraphs=[
-            "Accuracy bands: ± one standard deviation over folds × runs. Objectives on a log scale."]),
-        summary=summary,
-        data=data,
-        privacy=privacy,
-        extra=extra,
-        files=FILES,
+        about, verdict, summary, data, privacy,
+        figure_note="Accuracy bands: ± one standard deviation over folds × runs. Objectives on a log scale.",
+        files=FILES, extra=extra, captions={name: caption for name, caption, _ in _figure_plan(result)},
     )
 
 
-class Chen2020(PaperExperiment):
-    """chen2020 §5 on the shared skeleton: one task per (data set, fold, model) and per Fig. 1 value and fold."""
+def _compute(cfg: Config, *, jobs: int, progress) -> Chen2020Run:
+    """One task per (data set, fold, model) and per Fig. 1 value and fold; then summaries and comparisons."""
+    start = time.perf_counter()
+    tasks, info, skipped, state = _tasks(cfg)
+    results = execute(_run_task, tasks, state=state, jobs=jobs, progress=progress)
+    rows, study_rows = [], []
+    for task, task_rows in zip(tasks, results, strict=True):
+        for row in task_rows:
+            row.pop("_trace", None)
+        (study_rows if task.args[0]["kind"] == "study" else rows).extend(task_rows)
+    summary = summarize(rows)
+    comparison = compare(summary)
+    study_summary = summarize(study_rows, keys=("panel", "method", "param", "value", "epsilon"))
+    seconds = time.perf_counter() - start
+    notes = dict(info)
+    for i, text in enumerate(skipped):
+        notes[f"skipped{i}"] = f"skipped: {text}"
+    text_md = _markdown(cfg, summary, comparison, study_summary, rows + study_rows, notes, seconds)
+    return Chen2020Run(config=cfg, rows=rows, summary=summary, comparison=comparison, study=study_rows,
+                       text=_short_text(comparison, seconds), seconds=seconds, datasets=info,
+                       markdown=text_md, study_summary=study_summary, notes=notes)
 
-    name = "chen2020"
-    FULL, QUICK = FULL, QUICK
-    summary_columns = SUMMARY_COLUMNS
-
-    def default_jobs(self, quick: bool) -> int:
-        return 2  # the machine this was sized for
-
-    def compute(self, cfg: Config, *, jobs: int, progress) -> Chen2020Run:
-        start = time.perf_counter()
-        tasks, info, skipped, state = _tasks(cfg)
-        results = execute(_run_task, tasks, state=state, jobs=jobs, progress=progress)
-        rows, study_rows = [], []
-        for task, task_rows in zip(tasks, results, strict=True):
-            for row in task_rows:
-                row.pop("_trace", None)
-            (study_rows if task.args[0]["kind"] == "study" else rows).extend(task_rows)
-        summary = summarize(rows)
-        comparison = compare(summary)
-        study_summary = summarize(study_rows, keys=("panel", "method", "param", "value", "epsilon"))
-        seconds = time.perf_counter() - start
-        notes = dict(info)
-        for i, text in enumerate(skipped):
-            notes[f"skipped{i}"] = f"skipped: {text}"
-        text_md = _markdown(cfg, summary, comparison, study_summary, rows + study_rows, notes, seconds)
-        return Chen2020Run(config=cfg, rows=rows, summary=summary, comparison=comparison, study=study_rows,
-                           text=_short_text(comparison, seconds), seconds=seconds, datasets=info,
-                           markdown=text_md, study_summary=study_summary, notes=notes)
-
-    def summary(self, result: Chen2020Run) -> list[dict]:
-        return result.summary
-
-    def write(self, result: Chen2020Run, folder: Path) -> dict:
-        cfg, summary, study_summary = result.config, result.summary, result.study_summary
-        write_csv(folder / "runs.csv", result.rows, RUN_COLUMNS)
-        write_csv(folder / "comparison.csv", result.comparison)
-        if result.study:
-            write_csv(folder / "study.csv", result.study, STUDY_COLUMNS)
-        (folder / "summary.md").write_text(result.markdown, encoding="utf-8")
-        figures, captions = {}, {}
-        plotted = [d for d in cfg.datasets if any(r["dataset"] == d for r in summary)]
-        for model, name, title in (("logistic", "fig3_logistic.png", "Logistic regression (chen2020 Fig. 3)"),
-                                   ("huber_svm", "fig4_huber_svm.png", "Huberized SVM, h = 0.5 (chen2020 Fig. 4)")):
-            if model in cfg.models and plotted:
-                figures[name] = _plot_by_epsilon(summary, model, plotted, folder / name, title)
-                captions[f"{title}: test accuracy and training objective against ε"] = figures[name]
-        if study_summary:
-            figures["fig1_hyperparameters.png"] = _plot_study(study_summary, cfg.study_epsilons,
-                                                              folder / "fig1_hyperparameters.png")
-            captions["Fig. 1: DP-BLSGD's test accuracy against each hyper-parameter"] = figures[
-                "fig1_hyperparameters.png"]
-        _report(folder, result, captions)
-        return figures
+def _write(result: Chen2020Run, folder: Path) -> dict:
+    write_csv(folder / "runs.csv", result.rows, RUN_COLUMNS)
+    write_csv(folder / "comparison.csv", result.comparison)
+    if result.study:
+        write_csv(folder / "study.csv", result.study, STUDY_COLUMNS)
+    (folder / "summary.md").write_text(result.markdown, encoding="utf-8")
+    return {name: plot(folder / name) for name, _, plot in _figure_plan(result)}
 
 
-EXPERIMENT = Chen2020()
+def _figure_plan(result: Chen2020Run) -> list[tuple[str, str, Callable[[Path], Path]]]:
+    """The figures this result has: (file name, caption, draw into a path)."""
+    cfg, summary, study_summary = result.config, result.summary, result.study_summary
+    plan = []
+    plotted = [d for d in cfg.datasets if any(r["dataset"] == d for r in summary)]
+    for model, name, title in (("logistic", "fig3_logistic.png", "Logistic regression (chen2020 Fig. 3)"),
+                               ("huber_svm", "fig4_huber_svm.png", "Huberized SVM, h = 0.5 (chen2020 Fig. 4)")):
+        if model in cfg.models and plotted:
+            plan.append((name, f"{title}: test accuracy and training objective against ε",
+                         partial(_plot_by_epsilon, summary, model, plotted, title=title)))
+    if study_summary:
+        plan.append(("fig1_hyperparameters.png", "Fig. 1: DP-BLSGD's test accuracy against each hyper-parameter",
+                     partial(_plot_study, study_summary, cfg.study_epsilons)))
+    return plan
 
 
-def run(quick: bool = False, out=None, *, config: Config | None = None, seed: int | None = None,
-        progress: Callable[[int, int, str], None] | None = None, datasets: Sequence[str] | None = None,
-        jobs: int | None = None) -> Chen2020Run:
-    """Run the convex experiments of chen2020 §5; with ``out`` write CSVs, figures, summary.md and report.html.
-
-    ``quick`` selects :data:`QUICK` instead of :data:`FULL`; ``config``
-    overrides both; ``datasets`` overrides the configuration's data sets.
-    ``seed`` (default: the configuration's, 0) fixes every split, subsample and run.  ``progress(done,
-    total, label)`` is called after each finished task (e.g.
-    :class:`dpopt.progress.Progress`).  ``jobs`` worker processes (default 2,
-    the machine this was sized for; 1 runs in-process); the results do not
-    depend on it.  The output folder is all or nothing
-    (:func:`~dpopt.report.atomic_output`).  Returns a
-    :class:`Chen2020Run`; ``run(...).to_dict()`` is the JSON-ready form.
-    """
-    return EXPERIMENT.run(quick, out, config=config, seed=seed, progress=progress, jobs=jobs,
-                          datasets=None if datasets is None else tuple(datasets))
+#: chen2020 on the shared skeleton: ``run(quick=False, out=None, *, config=None, seed=None, progress=None,
+#: jobs=None, datasets=None)``; ``seed`` (default 0) fixes every split, subsample and run; ``jobs`` defaults to
+#: 2, the machine this was sized for.  ``run(...).to_dict()`` is the JSON-ready form of the result.
+EXPERIMENT = PaperExperiment("chen2020", FULL, QUICK, SUMMARY_COLUMNS, _compute, _write, _report, jobs=(2, 2))
+run = EXPERIMENT.run

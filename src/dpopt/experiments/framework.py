@@ -3,31 +3,25 @@
 A paper module keeps only its science and hands the rest to
 :class:`PaperExperiment`::
 
-    class Liu2024(PaperExperiment):
-        name = "liu2024"
-        FULL, QUICK = FULL, QUICK                       # frozen dataclass configurations with a ``seed`` field
-        summary_columns = SUMMARY_COLUMNS                # the columns of summary.csv (API.md)
+    def _compute(config, *, jobs, progress):               # the experiment: returns its result object
+        tasks = [Task((k,), (k, task_seed(config.seed, k)), label=f"point {k}") for k in range(8)]
+        rows = execute(_one_point, tasks, state={"data": ...}, jobs=jobs, progress=progress)
+        return Liu2024Run(config, rows, text="...")        # needs .config, .text, .seconds, .paths, .figures
 
-        def compute(self, config, *, jobs, progress):   # the experiment: returns its result object
-            tasks = [Task((k,), (k, task_seed(config.seed, k)), label=f"point {k}") for k in range(8)]
-            rows = execute(_one_point, tasks, state={"data": ...}, jobs=jobs, progress=progress)
-            return Liu2024Run(config, rows, text="...")
+    def _write(result, folder):                            # files beyond summary.csv, and the figures
+        write_csv(folder / "runs.csv", result.rows)
+        return {"Fig. 1: ...": _figure(folder / "fig1.png", result)}
 
-        def summary(self, result):                       # rows of summary.csv
-            return result.rows
+    def _report(result, quick):                            # what the report says about this paper
+        return ReportParts(title=..., about=[...], verdict=Section(...), summary=..., data=..., privacy=...,
+                           figure_note="...", files=FILES)
 
-        def write(self, result, folder):                 # further files, figures and report.html
-            ...
-            return {"Fig. 1: ...": folder / "fig1.png"}  # the figures, by caption
+    EXPERIMENT = PaperExperiment("liu2024", FULL, QUICK, SUMMARY_COLUMNS, _compute, _write, _report)
+    run = EXPERIMENT.run
 
-    EXPERIMENT = Liu2024()
-
-    def run(quick=False, out=None, *, config=None, seed=None, progress=None, jobs=None):
-        return EXPERIMENT.run(quick, out, config=config, seed=seed, progress=progress, jobs=jobs)
-
-and registers itself in :mod:`dpopt.experiments.registry`.  The result object
-needs the attributes ``text`` (printed by ``dpopt reproduce``), ``seconds``,
-``paths`` and ``figures``; :meth:`PaperExperiment.run` fills the last three.
+and registers itself in :mod:`dpopt.experiments.registry`.  ``_one_point``
+is a module-level function ``(state, *args)``; :meth:`PaperExperiment.run`
+fills the result's ``seconds``, ``paths`` and ``figures``.
 
 What the skeleton does for every paper: checks ``out`` before anything runs,
 picks the configuration (``quick``, ``config``, ``seed`` and the paper's own
@@ -51,19 +45,23 @@ import multiprocessing
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .._validation import check_int
-from ..report import atomic_output, check_output_dir, write_csv, written_files
+from ..report.figures import figures_section
+from ..report.files import atomic_output, check_output_dir, write_csv, written_files
+from ..report.layout import reproduce_command, run_section, write_experiment_report
+from ..report.markup import Section
 from ._blas import single_threaded_blas
 
-__all__ = ["Task", "task_seed", "execute", "PaperExperiment", "sigterm_as_interrupt"]
+__all__ = ["Task", "task_seed", "execute", "PaperExperiment", "ReportParts", "sigterm_as_interrupt"]
 
 Progress = Callable[[int, int, str], None]
 
@@ -220,32 +218,53 @@ def sigterm_as_interrupt():
 
 
 # -- the skeleton -------------------------------------------------------------------------------------
+@dataclass
+class ReportParts:
+    """What a paper's report says beyond the shared layout (see :func:`dpopt.report.write_experiment_report`).
+
+    ``about``: paragraphs of "What was run" (the command, the configuration and
+    the time are added); ``figure_note``: the paragraph above the figures;
+    ``files``: what each written file holds; ``captions``: figure key →
+    caption where the keys :meth:`PaperExperiment.write` returns are not
+    the captions themselves.
+    """
+
+    title: str
+    about: Sequence[str]
+    verdict: Section
+    summary: Section
+    data: Section
+    privacy: Section
+    figure_note: str
+    files: Mapping[str, str]
+    extra: Sequence[Section] = ()
+    captions: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class PaperExperiment:
-    """The shared skeleton of a paper reproduction; a subclass supplies the science (see the module docstring)."""
+    """The shared skeleton of a paper reproduction; the paper supplies its science as functions.
 
-    #: the registry name (``dpopt reproduce NAME``)
-    name: str = ""
-    #: the paper's configuration and the CI-sized one (frozen dataclasses with a ``seed`` field)
-    FULL: Any = None
-    QUICK: Any = None
-    #: the columns of summary.csv, in order (API.md, "Command line")
-    summary_columns: tuple[str, ...] = ()
+    ``FULL``/``QUICK``: the paper's configuration and the CI-sized one (frozen
+    dataclasses with a ``seed`` field); ``summary_columns``: the columns of
+    summary.csv (API.md); ``compute(config, *, jobs, progress) -> result``;
+    ``write(result, folder) -> {key: figure path}`` writes the files
+    beyond summary.csv (the result's ``figures`` map the same keys to the
+    final paths; a key is the figure's caption unless ``ReportParts.captions``
+    names one); ``report(result, quick) -> ReportParts``;
+    ``summary(result)``: the rows of summary.csv (default ``result.summary``);
+    ``jobs``: the default worker processes of (quick, full) runs.
+    """
 
-    def default_jobs(self, quick: bool) -> int:
-        """Worker processes when the caller does not say (results never depend on it)."""
-        return 1
-
-    def compute(self, config, *, jobs: int, progress: Progress):
-        """Run the experiment for ``config``; return its result object."""
-        raise NotImplementedError
-
-    def summary(self, result) -> list[dict]:
-        """The rows of summary.csv (extra keys are ignored)."""
-        raise NotImplementedError
-
-    def write(self, result, folder: Path) -> dict:
-        """Write the files beyond summary.csv into ``folder`` (report.html last); return the figures."""
-        raise NotImplementedError
+    name: str
+    FULL: Any
+    QUICK: Any
+    summary_columns: tuple[str, ...]
+    compute: Callable
+    write: Callable
+    report: Callable
+    summary: Callable = attrgetter("summary")
+    jobs: tuple[int, int] = (1, 1)
 
     def is_quick(self, config) -> bool:
         """Whether ``config`` is the --quick configuration (with any seed)."""
@@ -255,7 +274,7 @@ class PaperExperiment:
         """The configuration to run: ``config`` or the preset, with ``seed`` and the named fields overridden."""
         config = config if config is not None else (self.QUICK if quick else self.FULL)
         names = {f.name for f in fields(config)}
-        changes = {key: value for key, value in overrides.items() if value is not None}
+        changes = {key: tuple(v) if isinstance(v, list) else v for key, v in overrides.items() if v is not None}
         unknown = sorted(set(changes) - names)
         if unknown:
             raise TypeError(f"{self.name}: unknown configuration field(s) {unknown}")
@@ -267,17 +286,18 @@ class PaperExperiment:
             progress: Progress | None = None, jobs: int | None = None, **overrides):
         """Run the experiment; with ``out`` write summary.csv, the paper's files and report.html there.
 
-        ``quick`` selects :attr:`QUICK` instead of :attr:`FULL`; ``config``
-        overrides both; ``seed`` and ``overrides`` (configuration fields)
-        override the chosen configuration's.  ``progress(done, total, label)``
-        is called as tasks finish (e.g. :class:`dpopt.progress.Progress`).
-        ``jobs`` worker processes share the tasks (the results do not depend
-        on it).  The output folder is all or nothing.
+        ``quick`` selects ``QUICK`` instead of ``FULL``; ``config`` overrides
+        both; ``seed`` and ``overrides`` (fields of the configuration, e.g.
+        ``repetitions=5``) override the chosen configuration's.
+        ``progress(done, total, label)`` is called as tasks finish (e.g.
+        :class:`dpopt.progress.Progress`).  ``jobs`` worker processes share the
+        tasks (the results do not depend on it).  The output folder is all or
+        nothing (:func:`dpopt.report.atomic_output`).
         """  # fmt: skip
         if out is not None:
             out = check_output_dir(out)
         config = self.configure(quick, config, seed, **overrides)
-        jobs = self.default_jobs(quick) if jobs is None else check_int("jobs", jobs)
+        jobs = self.jobs[0 if quick else 1] if jobs is None else check_int("jobs", jobs)
         progress = progress or (lambda done, total, label: None)
         start = time.perf_counter()
         with sigterm_as_interrupt(), _keepalive(progress):
@@ -287,7 +307,21 @@ class PaperExperiment:
                 with atomic_output(out) as tmp:
                     write_csv(tmp / "summary.csv", self.summary(result), self.summary_columns)
                     figures = self.write(result, tmp)
+                    self._write_report(result, tmp / "report.html", figures)
                     result.paths = written_files(tmp, out)
                 result.figures = {key: out / path.relative_to(tmp) for key, path in figures.items()}
         result.seconds = time.perf_counter() - start
         return result
+
+    def _write_report(self, result, path: Path, figures: Mapping[str, Path]) -> Path:
+        """The report in the layout every reproduction shares; written last, after the files it lists."""
+        config = result.config
+        parts = self.report(result, self.is_quick(config))
+        command = reproduce_command(self.name, config, quick=self.QUICK, full=self.FULL, seed=config.seed)
+        return write_experiment_report(
+            path, parts.title,
+            run=run_section(command=command, config=asdict(config), seconds=result.seconds, paragraphs=parts.about),
+            verdict=parts.verdict,
+            figures=figures_section({parts.captions.get(k, k): p for k, p in figures.items()}, [parts.figure_note]),
+            summary=parts.summary, data=parts.data, privacy=parts.privacy, extra=parts.extra, files=parts.files,
+        )  # fmt: skip

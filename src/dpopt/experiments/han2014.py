@@ -46,32 +46,18 @@ run has finished).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from .._validation import check_int, check_positive
 from ..piecewise import PiecewiseAffineProblem, Polytope, minimize, solve, subgradient_method
-from ..report import (
-    Section,
-    details_html,
-    figures_section,
-    list_html,
-    log_axis_at,
-    pre_html,
-    privacy_section,
-    pyplot,
-    reproduce_command,
-    run_section,
-    save_figure,
-    table_html,
-    write_csv,
-    write_experiment_report,
-    write_privacy_records,
-)
-from .framework import PaperExperiment, Task, execute
+from ..report.figures import log_axis_at, pyplot, save_figure
+from ..report.files import write_csv
+from ..report.markup import Section, details_html, list_html, pre_html, table_html
+from ..report.privacy import privacy_section, write_privacy_records
+from .framework import PaperExperiment, ReportParts, Task, execute
 
 __all__ = ["Config", "QUICK", "FULL", "Han2014Run", "run", "METHODS", "SUMMARY_COLUMNS"]
 
@@ -370,10 +356,7 @@ def _sweep_figure(path: Path, summary: list[dict], sweep: str, config: Config) -
     else:
         ax.set_xlabel("m (number of affine pieces)")
         ax.set_title(f"Fig. 3: objective vs m (d={config.d}, c={config.c:g}, ε={config.epsilon:g})")
-    ax.set_ylabel(f"mean objective f(x) over {config.runs} runs (±2 s.e.)")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    return save_figure(fig, path, dpi=120)
+    return _finish(fig, ax, path, f"mean objective f(x) over {config.runs} runs (±2 s.e.)")
 
 
 def _iteration_figure(path: Path, rows: list[dict], optimum: float, config: Config) -> Path:
@@ -391,8 +374,13 @@ def _iteration_figure(path: Path, rows: list[dict], optimum: float, config: Conf
     ax.axhline(optimum, color="m", linestyle="--", label="true optimum $f_{opt}$")
     log_axis_at(ax, sorted({r["iterations"] for r in rows}))
     ax.set_xlabel("number of iterations k")
-    ax.set_ylabel(f"objective f (private: mean of {config.runs} runs ±2 s.e.)")
     ax.set_title(f"Fig. 1: objective vs iterations (d={config.d}, m={config.m}, c={config.c:g})")
+    return _finish(fig, ax, path, f"objective f (private: mean of {config.runs} runs ±2 s.e.)")
+
+
+def _finish(fig, ax, path: Path, ylabel: str) -> Path:
+    """The y label, grid and legend every han2014 figure has; then save it."""
+    ax.set_ylabel(ylabel)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     return save_figure(fig, path, dpi=120)
@@ -408,7 +396,7 @@ FILES = {
 }
 
 
-def _report(tmp: Path, result: Han2014Run, figures: dict) -> Path:
+def _report(result: Han2014Run, quick: bool) -> ReportParts:
     config = result.config
     verdict_rows = [
         {k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}
@@ -416,23 +404,17 @@ def _report(tmp: Path, result: Han2014Run, figures: dict) -> Path:
     ]
     wins = sum(row["subgradient_lowest"] for row in result.verdict)
     points = len({(c, config.m) for c in config.c_grid} | {(config.c, m) for m in config.m_grid})
-    run = run_section(
-        command=reproduce_command("han2014", config, quick=QUICK, full=FULL, seed=config.seed),
-        config=asdict(config),
-        seconds=result.seconds,
-        paragraphs=[
-            f"Four mechanisms (Laplace on the data, Laplace on the solution, the exponential mechanism "
-            f"sampled by MCMC, the private subgradient method) at ε = {config.epsilon:g}, {config.runs} "
-            f"independent runs each, at {points} grid points: c ∈ {{{', '.join(f'{c:g}' for c in config.c_grid)}}} "
-            f"at m = {config.m}, and m ∈ {{{', '.join(str(m) for m in config.m_grid)}}} at c = {config.c:g}; "
-            f"Fig. 1 at k ∈ {{{', '.join(str(k) for k in config.iteration_grid)}}} subgradient iterations. "
-            f"Seed {config.seed}.",
-            "Choices the paper leaves open (d, the grids, b_max, the step size, x(1), the output of the "
-            "subgradient method) are listed in the module docstring of dpopt.experiments.han2014.",
-        ]
-        + (["This is the reduced --quick configuration (fewer runs, MCMC steps and grid points): "
-            "a smoke test, not the paper's numbers."] if config == replace(QUICK, seed=config.seed) else []),
-    )  # fmt: skip
+    about = [
+        f"Four mechanisms (Laplace on the data, Laplace on the solution, the exponential mechanism "
+        f"sampled by MCMC, the private subgradient method) at ε = {config.epsilon:g}, {config.runs} "
+        f"independent runs each, at {points} grid points: c ∈ {{{', '.join(f'{c:g}' for c in config.c_grid)}}} "
+        f"at m = {config.m}, and m ∈ {{{', '.join(str(m) for m in config.m_grid)}}} at c = {config.c:g}; "
+        f"Fig. 1 at k ∈ {{{', '.join(str(k) for k in config.iteration_grid)}}} subgradient iterations. "
+        f"Seed {config.seed}.",
+        "Choices the paper leaves open (d, the grids, b_max, the step size, x(1), the output of the "
+        "subgradient method) are listed in the module docstring of dpopt.experiments.han2014.",
+    ] + (["This is the reduced --quick configuration (fewer runs, MCMC steps and grid points): "
+          "a smoke test, not the paper's numbers."] if quick else [])
     verdict = Section(
         "Does the private subgradient method have the lowest expected objective?",
         table_html(verdict_rows),
@@ -477,112 +459,62 @@ def _report(tmp: Path, result: Han2014Run, figures: dict) -> Path:
             "best of the other three mechanisms at that grid point."
         ],
     )
-    return write_experiment_report(
-        tmp / "report.html",
+    return ReportParts(
         "Reproduction of Han, Topcu & Pappas (2014): private minimization of piecewise-affine functions",
-        run=run,
-        verdict=verdict,
-        figures=figures_section(figures, paragraphs=[
-            "Points are means over the runs with ±2 standard errors of the mean; the dashed line is f_opt."
-        ]),  # fmt: skip
-        summary=summary,
-        data=data,
-        privacy=privacy,
-        extra=[outputs],
-        files=FILES,
+        about, verdict, summary, data, privacy,
+        figure_note="Points are means over the runs with ±2 standard errors of the mean; the dashed line is f_opt.",
+        files=FILES, extra=[outputs],
     )
 
 
-class Han2014(PaperExperiment):
-    """han2014 §5 on the shared skeleton: every mechanism at every grid point and every Fig. 1 point is a task."""
-
-    name = "han2014"
-    FULL, QUICK = FULL, QUICK
-    summary_columns = SUMMARY_COLUMNS
-
-    def compute(self, config: Config, *, jobs: int, progress) -> Han2014Run:
-        A, b = _instance(config)
-        points = [("c", c, c, config.m) for c in config.c_grid] + [("m", m, config.c, m) for m in config.m_grid]
-        keys = {point: key for key, point in enumerate(dict.fromkeys((c, m) for _, _, c, m in points))}
-        tasks = [Task(("mechanism", key, j), ("mechanism", c, m, key, j)) for (c, m), key in keys.items()
-                 for j in range(len(METHODS))]  # fmt: skip
-        tasks += [Task(("fig1", i), ("fig1", i, k)) for i, k in enumerate(config.iteration_grid)]
-        done = execute(_work, tasks, state={"config": config, "A": A, "b": b}, jobs=jobs, progress=progress,
-                       describe=_describe)  # fmt: skip
-        results = dict(zip((task.key for task in tasks), done, strict=True))
-        cache = {
-            (c, m): _point(A, b, config, c, m, [results[("mechanism", key, j)] for j in range(len(METHODS))])
-            for (c, m), key in keys.items()
-        }
-        summary, per_run, outputs = [], [], []
-        for sweep, value, c, m in points:
-            rows, runs_rows = _summary_rows(cache[(c, m)], sweep, value, c, m)
-            summary.extend(rows)
-            per_run.extend(runs_rows)
-            outputs.extend(_output_rows(cache[(c, m)], sweep, value, config))
-        privacy = {method: results[("mechanism", 0, j)]["privacy"] for j, method in enumerate(METHODS)}
-        iteration_rows = [row for i in range(len(config.iteration_grid)) for row in results[("fig1", i)]]
-        optimum = cache[(config.c, config.m)]["optimum"] if (config.c, config.m) in cache else float(
-            solve(_problem(A, b, config, config.c, config.m)).fun)
-        return Han2014Run(
-            config, summary, iteration_rows, _format_table(summary), _verdict(summary),
-            privacy=privacy, outputs=outputs, per_run=per_run, optimum=optimum,
-        )  # fmt: skip
-
-    def summary(self, result: Han2014Run) -> list[dict]:
-        return result.summary
-
-    def write(self, result: Han2014Run, folder: Path) -> dict:
-        write_csv(folder / "runs.csv", result.per_run)
-        write_csv(folder / "iterations.csv", result.iterations)
-        write_csv(folder / "subgradient_outputs.csv", result.outputs)
-        write_privacy_records(folder / "privacy", result.privacy)
-        figures = {
-            "Fig. 1: objective vs iterations": _iteration_figure(
-                folder / "fig1_iterations.png", result.iterations, result.optimum, result.config
-            ),
-            "Fig. 2: objective vs c": _sweep_figure(folder / "fig2_c.png", result.summary, "c", result.config),
-            "Fig. 3: objective vs m": _sweep_figure(folder / "fig3_m.png", result.summary, "m", result.config),
-        }
-        _report(folder, result, figures)
-        return figures
+def _compute(config: Config, *, jobs: int, progress) -> Han2014Run:
+    """Every mechanism at every grid point and every Fig. 1 point is a task; then the tables and verdict."""
+    A, b = _instance(config)
+    points = [("c", c, c, config.m) for c in config.c_grid] + [("m", m, config.c, m) for m in config.m_grid]
+    keys = {point: key for key, point in enumerate(dict.fromkeys((c, m) for _, _, c, m in points))}
+    tasks = [Task(("mechanism", key, j), ("mechanism", c, m, key, j)) for (c, m), key in keys.items()
+             for j in range(len(METHODS))]  # fmt: skip
+    tasks += [Task(("fig1", i), ("fig1", i, k)) for i, k in enumerate(config.iteration_grid)]
+    done = execute(_work, tasks, state={"config": config, "A": A, "b": b}, jobs=jobs, progress=progress,
+                   describe=_describe)  # fmt: skip
+    results = dict(zip((task.key for task in tasks), done, strict=True))
+    cache = {
+        (c, m): _point(A, b, config, c, m, [results[("mechanism", key, j)] for j in range(len(METHODS))])
+        for (c, m), key in keys.items()
+    }
+    summary, per_run, outputs = [], [], []
+    for sweep, value, c, m in points:
+        rows, runs_rows = _summary_rows(cache[(c, m)], sweep, value, c, m)
+        summary.extend(rows)
+        per_run.extend(runs_rows)
+        outputs.extend(_output_rows(cache[(c, m)], sweep, value, config))
+    privacy = {method: results[("mechanism", 0, j)]["privacy"] for j, method in enumerate(METHODS)}
+    iteration_rows = [row for i in range(len(config.iteration_grid)) for row in results[("fig1", i)]]
+    optimum = cache[(config.c, config.m)]["optimum"] if (config.c, config.m) in cache else float(
+        solve(_problem(A, b, config, config.c, config.m)).fun)
+    return Han2014Run(
+        config, summary, iteration_rows, _format_table(summary), _verdict(summary),
+        privacy=privacy, outputs=outputs, per_run=per_run, optimum=optimum,
+    )  # fmt: skip
 
 
-EXPERIMENT = Han2014()
+def _write(result: Han2014Run, folder: Path) -> dict:
+    write_csv(folder / "runs.csv", result.per_run)
+    write_csv(folder / "iterations.csv", result.iterations)
+    write_csv(folder / "subgradient_outputs.csv", result.outputs)
+    write_privacy_records(folder / "privacy", result.privacy)
+    figures = {
+        "Fig. 1: objective vs iterations": _iteration_figure(
+            folder / "fig1_iterations.png", result.iterations, result.optimum, result.config
+        ),
+        "Fig. 2: objective vs c": _sweep_figure(folder / "fig2_c.png", result.summary, "c", result.config),
+        "Fig. 3: objective vs m": _sweep_figure(folder / "fig3_m.png", result.summary, "m", result.config),
+    }
+    return figures
 
 
-def run(
-    quick: bool = False,
-    out=None,
-    *,
-    config: Config | None = None,
-    runs: int | None = None,
-    seed: int | None = None,
-    progress: Callable[[int, int, str], None] | None = None,
-    jobs: int | None = None,
-) -> Han2014Run:
-    """Run the §5 experiment; with ``out`` write CSVs, figures and ``report.html`` there.
-
-    ``quick`` selects :data:`QUICK` (CI-sized) instead of :data:`FULL`; ``config``
-    overrides both; ``runs`` and ``seed`` override the chosen configuration's.
-    ``progress(done, total, label)`` is called after each mechanism at each grid
-    point and each point of Fig. 1 (e.g. :class:`dpopt.progress.Progress`).
-    ``jobs`` worker processes share those tasks (default 1; the results do not depend on it).
-    The output folder is all or nothing (:func:`~dpopt.report.atomic_output`).
-    """
-    return EXPERIMENT.run(quick, out, config=config, seed=seed, progress=progress, jobs=jobs, runs=runs)
-
-
-if __name__ == "__main__":  # python -m dpopt.experiments.han2014 [--quick] [--out DIR]
-    import argparse
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--out", default="han2014-out")
-    parser.add_argument("--runs", type=int, default=None)
-    args = parser.parse_args()
-    from ..progress import Progress
-
-    done = run(quick=args.quick, out=args.out, runs=args.runs, progress=Progress("han2014"))
-    print(done.text)
-    print(f"written to {args.out} in {done.seconds:.1f} s")
+#: han2014 on the shared skeleton: ``run(quick=False, out=None, *, config=None, seed=None, progress=None,
+#: jobs=None, runs=None)``; ``progress`` is called after each mechanism at each grid point and each point of
+#: Fig. 1; ``jobs`` defaults to 1.
+EXPERIMENT = PaperExperiment("han2014", FULL, QUICK, SUMMARY_COLUMNS, _compute, _write, _report)
+run = EXPERIMENT.run

@@ -41,8 +41,8 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
+from operator import attrgetter
 from pathlib import Path
 
 import numpy as np
@@ -53,22 +53,11 @@ from ..accelerated import DataPass, bounds, minimize, schedules
 from ..accelerated.allocation import closed_form_scales, log_coefficients
 from ..datasets import kuru2022_logistic
 from ..objectives import L2, Objective
-from ..report import (
-    Section,
-    details_html,
-    figures_section,
-    list_html,
-    privacy_section,
-    pyplot,
-    reproduce_command,
-    run_section,
-    save_figure,
-    table_html,
-    write_csv,
-    write_experiment_report,
-    write_privacy_records,
-)
-from .framework import PaperExperiment, Task, execute, task_seed
+from ..report.figures import pyplot, save_figure
+from ..report.files import write_csv
+from ..report.markup import Section, details_html, list_html, table_html
+from ..report.privacy import privacy_section, write_privacy_records
+from .framework import PaperExperiment, ReportParts, Task, execute, task_seed
 
 __all__ = ["Config", "FULL", "QUICK", "Kuru2022Run", "run", "METHODS", "SUMMARY_COLUMNS"]
 
@@ -540,28 +529,22 @@ def _claims_html(claims: dict) -> str:
     )  # fmt: skip
 
 
-def _report(tmp: Path, result: Kuru2022Run, figures: dict, records: dict, point: tuple) -> Path:
+def _report(result: Kuru2022Run, quick: bool) -> ReportParts:
     config, problem = result.config, result.problem
+    records, point = result.records, result.record_point
     grid = len(result.rows)
-    quick = config == replace(QUICK, seed=config.seed)
-    run_part = run_section(
-        command=reproduce_command("kuru2022", config, quick=QUICK, full=FULL, seed=config.seed),
-        config=asdict(config),
-        seconds=result.seconds,
-        paragraphs=[
-            f"Six methods ({', '.join(LABELS[m] for m in METHODS)}) on private logistic regression, "
-            f"every combination of batch size m ∈ {{{', '.join(map(str, config.batch_sizes))}}}, iterations "
-            f"T ∈ {{{', '.join(map(str, config.iterations))}}} and step constant c ∈ "
-            f"{{{', '.join(f'{c:g}' for c in config.cs)}}} (α = c/L): {grid} grid points, "
-            f"{config.repetitions} repetitions each (batched), seed {config.seed}, ε = {config.epsilon:g} per run.",
-            "Deliberate differences from the paper and the authors' code (module docstring of "
-            "dpopt.experiments.kuru2022): the Laplace noise has the scale the privacy proof needs (the authors' "
-            "code uses b/√2, so our errors are larger than the published figures); for m < n the -opt split "
-            "solves (4.4) exactly; F* comes from an L-BFGS solve to ‖∇F‖ ≤ 1e-10.",
-        ]
-        + (["This is the reduced --quick configuration (n = "
-            f"{config.n}, fewer T and repetitions): a smoke test, not the paper's numbers."] if quick else []),
-    )  # fmt: skip
+    about = [
+        f"Six methods ({', '.join(LABELS[m] for m in METHODS)}) on private logistic regression, "
+        f"every combination of batch size m ∈ {{{', '.join(map(str, config.batch_sizes))}}}, iterations "
+        f"T ∈ {{{', '.join(map(str, config.iterations))}}} and step constant c ∈ "
+        f"{{{', '.join(f'{c:g}' for c in config.cs)}}} (α = c/L): {grid} grid points, "
+        f"{config.repetitions} repetitions each (batched), seed {config.seed}, ε = {config.epsilon:g} per run.",
+        "Deliberate differences from the paper and the authors' code (module docstring of "
+        "dpopt.experiments.kuru2022): the Laplace noise has the scale the privacy proof needs (the authors' "
+        "code uses b/√2, so our errors are larger than the published figures); for m < n the -opt split "
+        "solves (4.4) exactly; F* comes from an L-BFGS solve to ‖∇F‖ ≤ 1e-10.",
+    ] + (["This is the reduced --quick configuration (n = "
+          f"{config.n}, fewer T and repetitions): a smoke test, not the paper's numbers."] if quick else [])
     verdict = Section(
         "Do the paper's claims hold?",
         _claims_html(result.claims),
@@ -598,131 +581,74 @@ def _report(tmp: Path, result: Kuru2022Run, figures: dict, records: dict, point:
             "hyper-parameters as public.",
         ],
     )
-    return write_experiment_report(
-        tmp / "report.html",
+    return ReportParts(
         "Reproduction of Kuru, Birbil, Gürbüzbalaban & Yildirim (2022): differentially private accelerated "
         "optimization",
-        run=run_part,
-        verdict=verdict,
-        figures=figures_section(figures, paragraphs=[
-            "Figs. 3–4: mean F(x_t) − F* (log scale) with the 10–90 % band over the repetitions; an -opt curve "
-            "ends at its T'. Figs. 1–2 are the analytic illustrations of §3–4."
-        ]),  # fmt: skip
-        summary=summary,
-        data=data,
-        privacy=privacy,
+        about, verdict, summary, data, privacy,
+        figure_note="Figs. 3–4: mean F(x_t) − F* (log scale) with the 10–90 % band over the repetitions; an -opt "
+        "curve ends at its T'. Figs. 1–2 are the analytic illustrations of §3–4.",
         files=FILES,
     )
 
 
-class Kuru2022(PaperExperiment):
-    """kuru2022 §5 on the shared skeleton: the grid of (method, m, T, c) as tasks, then claims and figures."""
-
-    name = "kuru2022"
-    FULL, QUICK = FULL, QUICK
-    summary_columns = SUMMARY_COLUMNS
-
-    def default_jobs(self, quick: bool) -> int:
-        return 1 if quick else min(2, os.cpu_count() or 1)
-
-    def compute(self, config: Config, *, jobs: int, progress) -> Kuru2022Run:
-        cpu_start = time.process_time()
-        objective, L, mu, data = _problem(config)
-        f_star, grad_norm = _f_star(objective)
-        tasks = _tasks(config)
-        progress(0, len(tasks), f"F* = {f_star:.12g} (|grad| = {grad_norm:.2g}), L = {L:.6g}, mu = {mu:g}")
-        state = {
-            "config": config,
-            "objective": objective,
-            "L": L,
-            "mu": mu,
-            "f_star": f_star,
-            "exact": DataPass(objective, "float64"),
-        }
-        results = execute(_task, tasks, state=state, jobs=jobs, progress=progress, describe=_progress_label)
-        rows = [r["row"] for r in results]
-        traj = [p for r in results for p in r["trajectory"]]
-        claims = check_claims(rows, config)
-        problem = {
-            "L": L, "mu": mu, "f_star": f_star, "grad_norm": grad_norm, "rows_changed": data.rows_changed,
-            "data": data.summary(), "notes": data.notes,
-        }  # fmt: skip
-        text = (
-            f"kuru2022: final error F(x_T) - F* over {config.repetitions} repetitions at {len(rows)} grid points "
-            f"(summary.csv). The paper's claims:\n" + _claims_text(claims)
-        )
-        result = Kuru2022Run(config, f_star, rows, claims, text, trajectories=traj, problem=problem)
-        result.records, result.record_point = _privacy_records(results, config)
-        # CPU time of this process, plus that of the worker processes when there are any.
-        result.cpu_seconds = time.process_time() - cpu_start
-        if jobs > 1:
-            result.cpu_seconds += sum(r["cpu_seconds"] for r in rows)
-        return result
-
-    def summary(self, result: Kuru2022Run) -> list[dict]:
-        return result.rows
-
-    def write(self, result: Kuru2022Run, folder: Path) -> dict:
-        config, rows, traj = result.config, result.rows, result.trajectories
-        write_csv(folder / "runs.csv", rows)
-        write_csv(folder / "trajectories.csv", traj)
-        (folder / "summary.md").write_text(_markdown(rows, result.claims, config, result.problem), encoding="utf-8")
-        write_privacy_records(folder / "privacy", result.records)
-        figures = {
-            "Fig. 1: heavy-ball rate and bound (Thm 3.5)": _figure_hb(folder / "fig1_hb_rate.png"),
-            "Fig. 2: optimal DP-MASG-opt scales (4.5)": _figure_masg(folder / "fig2_masg_scales.png"),
-        }
-        for k, m in enumerate(sorted(config.batch_sizes, reverse=True)):
-            name = f"fig{3 + k}_errors_m{m}.png"
-            label = f"Fig. {3 + k}: F(x_t) − F* against t, m = {m}" + (" (full batch)" if m >= config.n else "")
-            figures[label] = _figure_errors(folder / name, traj, config, m)
-        _report(folder, result, figures, result.records, result.record_point)
-        return figures
-
-
-EXPERIMENT = Kuru2022()
-
-
-def run(
-    quick: bool = False,
-    out=None,
-    repetitions: int | None = None,
-    seed: int | None = None,
-    progress: Callable[[int, int, str], None] | None = None,
-    *,
-    config: Config | None = None,
-    jobs: int | None = None,
-) -> Kuru2022Run:
-    """Run the §5 experiment; with ``out`` write the CSVs, figures, ``summary.md`` and ``report.html`` there.
-
-    ``quick`` selects :data:`QUICK` instead of :data:`FULL`; ``config``
-    overrides both; ``repetitions`` and ``seed`` override the chosen configuration's.
-    ``progress(done, total, label)`` is called once before the grid (done = 0,
-    with F*) and once per finished grid point (e.g. :class:`dpopt.progress.Progress`).
-    ``jobs`` processes share the grid (default: 2 for the full run, 1 for quick);
-    the results do not depend on it.  The output folder is all or nothing
-    (:func:`~dpopt.report.atomic_output`).
-    """
-    return EXPERIMENT.run(quick, out, config=config, seed=seed, progress=progress, jobs=jobs, repetitions=repetitions)
-
-
-if __name__ == "__main__":  # python -m dpopt.experiments.kuru2022 [--quick] [--out DIR]
-    import argparse
-
-    from ..progress import Progress
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--out", default="dpopt-out/kuru2022")
-    parser.add_argument("--repetitions", type=int, default=None)
-    parser.add_argument("--jobs", type=int, default=None)
-    args = parser.parse_args()
-    done = run(
-        quick=args.quick,
-        out=args.out,
-        repetitions=args.repetitions,
-        jobs=args.jobs,
-        progress=Progress("kuru2022"),
+def _compute(config: Config, *, jobs: int, progress) -> Kuru2022Run:
+    """F*, then the grid of (method, m, T, c) as tasks, then the claims."""
+    cpu_start = time.process_time()
+    objective, L, mu, data = _problem(config)
+    f_star, grad_norm = _f_star(objective)
+    tasks = _tasks(config)
+    progress(0, len(tasks), f"F* = {f_star:.12g} (|grad| = {grad_norm:.2g}), L = {L:.6g}, mu = {mu:g}")
+    state = {
+        "config": config,
+        "objective": objective,
+        "L": L,
+        "mu": mu,
+        "f_star": f_star,
+        "exact": DataPass(objective, "float64"),
+    }
+    results = execute(_task, tasks, state=state, jobs=jobs, progress=progress, describe=_progress_label)
+    rows = [r["row"] for r in results]
+    traj = [p for r in results for p in r["trajectory"]]
+    claims = check_claims(rows, config)
+    problem = {
+        "L": L, "mu": mu, "f_star": f_star, "grad_norm": grad_norm, "rows_changed": data.rows_changed,
+        "data": data.summary(), "notes": data.notes,
+    }  # fmt: skip
+    text = (
+        f"kuru2022: final error F(x_T) - F* over {config.repetitions} repetitions at {len(rows)} grid points "
+        f"(summary.csv). The paper's claims:\n" + _claims_text(claims)
     )
-    print((Path(args.out) / "summary.md").read_text())
-    print(f"written to {args.out} in {done.seconds:.1f} s wall, {done.cpu_seconds:.1f} s CPU")
+    result = Kuru2022Run(config, f_star, rows, claims, text, trajectories=traj, problem=problem)
+    result.records, result.record_point = _privacy_records(results, config)
+    # CPU time of this process, plus that of the worker processes when there are any.
+    result.cpu_seconds = time.process_time() - cpu_start
+    if jobs > 1:
+        result.cpu_seconds += sum(r["cpu_seconds"] for r in rows)
+    return result
+
+
+def _write(result: Kuru2022Run, folder: Path) -> dict:
+    config, rows, traj = result.config, result.rows, result.trajectories
+    write_csv(folder / "runs.csv", rows)
+    write_csv(folder / "trajectories.csv", traj)
+    (folder / "summary.md").write_text(_markdown(rows, result.claims, config, result.problem), encoding="utf-8")
+    write_privacy_records(folder / "privacy", result.records)
+    figures = {
+        "Fig. 1: heavy-ball rate and bound (Thm 3.5)": _figure_hb(folder / "fig1_hb_rate.png"),
+        "Fig. 2: optimal DP-MASG-opt scales (4.5)": _figure_masg(folder / "fig2_masg_scales.png"),
+    }
+    for k, m in enumerate(sorted(config.batch_sizes, reverse=True)):
+        name = f"fig{3 + k}_errors_m{m}.png"
+        label = f"Fig. {3 + k}: F(x_t) − F* against t, m = {m}" + (" (full batch)" if m >= config.n else "")
+        figures[label] = _figure_errors(folder / name, traj, config, m)
+    return figures
+
+
+#: kuru2022 on the shared skeleton: ``run(quick=False, out=None, *, config=None, seed=None, progress=None,
+#: jobs=None, repetitions=None)``; ``progress`` is called once before the grid (done = 0, with F*) and once per
+#: finished grid point; ``jobs`` defaults to 1 for --quick and 2 for the full grid.
+EXPERIMENT = PaperExperiment(
+    "kuru2022", FULL, QUICK, SUMMARY_COLUMNS, _compute, _write, _report,
+    summary=attrgetter("rows"), jobs=(1, min(2, os.cpu_count() or 1)),
+)  # fmt: skip
+run = EXPERIMENT.run
