@@ -196,3 +196,25 @@ def test_oracle_accepts_any_model_of_the_contract():
     ref = dp_blgd(inner, epsilon=1.0, delta=1e-6, rng=0, n_public=30, query="objective", max_iter=3)
     np.testing.assert_allclose(res.x, ref.x)
     assert res.events == ref.events
+
+
+def test_every_linesearch_entry_point_accepts_a_ledger():
+    """The algorithms and the baselines spend from a ledger handed down (issue 15 §1)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = np.where(X[:, 0] + 0.3 * rng.logistic(size=300) > 0, 1.0, -1.0)
+    model = LinearModel("logistic", X, y, l2=0.1, data_norm=1.0, n_public=300)
+    add_remove = {"dp-blsgd": dp_blsgd, "dp-blgd": dp_blgd, "dp-sgd": B.dp_sgd, "dp-agd": B.dp_agd}
+    for name, fit in add_remove.items():
+        accountant = "zcdp" if name == "dp-agd" else "rdp"
+        ledger = Ledger(0.5, 1e-6, accountant)
+        res = fit(model, ledger=ledger, rng=1, **({"max_iter": 3} if name != "dp-sgd" else {"steps": 3}))
+        assert res.events == ledger.events and ledger.spent().epsilon <= 0.5 * (1 + 1e-9), name
+    for fit in (B.objective_perturbation, B.output_perturbation):
+        ledger = Ledger(0.5, relation="replace_one")
+        res = fit(model, ledger=ledger, rng=1)
+        assert res.events == ledger.events and ledger.spent().epsilon <= 0.5 * (1 + 1e-9)
+    ledger = Ledger(0.5)
+    assert B.majority(model, ledger=ledger, rng=1).events == ledger.events == [ev.Exponential(0.5)]
+    assert B.non_private(model, ledger=ledger).events == []

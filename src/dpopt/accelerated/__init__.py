@@ -19,7 +19,7 @@ Modules: :mod:`.plan` (schedules and budget split of a run, no data),
 from . import algorithms, allocation, bounds, coefficients, schedules
 from .api import evaluate, minimize
 from .datapass import DataPass
-from .oracle import NonPrivateGradientOracle, PrivateGradientOracle, l1_sensitivity
+from .oracle import NonPrivateGradientOracle, PrivateGradientOracle, ProjectedData, l1_sensitivity
 from .plan import METHODS, Plan, canonical_method, make_plan
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "canonical_method",
     "PrivateGradientOracle",
     "NonPrivateGradientOracle",
+    "ProjectedData",
     "DataPass",
     "l1_sensitivity",
     "algorithms",

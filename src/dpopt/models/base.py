@@ -34,11 +34,15 @@ constant instead (:class:`dpopt.oracles.Normalizer`): the declared
 ``n_public`` of the model or of the algorithm, or a noisy count.
 
 Regularization.  The objective is F(w) = (1/n) Σ_i f(w; d_i) + r(w) with a
-data-independent regularizer ``regularizer`` (a :class:`dpopt.objectives.Regularizer`,
-whose own convention is λ‖w‖² for ``L2(λ)``); ``l2`` is the strong-convexity
-modulus μ it adds (μ = 2λ), so ``LinearModel(..., l2=μ)`` means
-r(w) = (μ/2)‖w‖² (chen2020 §5.1, μ = 0.001).  It stays *outside* the clipped
-sums: oracles add ``regularizer_grad(w)`` after the noise and the
+data-independent r, which the contract exposes as
+:meth:`PrivateModel.regularizer_value` and :meth:`PrivateModel.regularizer_grad`
+(one convention for every family): ``l2`` is the strong-convexity modulus μ
+of r, and the default r is (μ/2)‖w‖², so ``LinearModel(..., l2=μ)`` means
+r(w) = (μ/2)‖w‖² (chen2020 §5.1, μ = 0.001).  A model built on a
+:class:`dpopt.objectives.Objective` whose :class:`~dpopt.objectives.Regularizer`
+writes λ‖w‖² (kuru2022 eq. (5.1)) overrides the two methods with it and
+reports μ = 2λ (``dpopt.accelerated.ProjectedData``).  r stays *outside* the
+clipped sums: oracles add ``regularizer_grad(w)`` after the noise and the
 regularizer's value with a public weight, at no privacy cost.
 
 Declared bounds.  A model may declare a public bound on its data (for

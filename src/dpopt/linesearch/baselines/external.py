@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._validation import as_generator, check_int, check_positive
-from ...privacy import Ledger
+from ...oracles import run_ledger
 from ...privacy import events as ev
 from ...result import DPResult
 from ._common import Hyper, check_budget, check_margin_model, unit_ball_model
@@ -129,23 +129,26 @@ def _fit_path(module, X, y, epsilon, C, h, seed):
     return np.asarray(coefs[0], dtype=float)
 
 
-def diffprivlib_lr(model, *, epsilon: float, delta: float = 0.0, rng=None, **hyper) -> DPResult:
+def diffprivlib_lr(model, *, epsilon: float | None = None, delta: float = 0.0, rng=None, ledger=None,
+                   **hyper) -> DPResult:
     """IBM diffprivlib's ε-DP logistic regression at the same ε (δ = 0 for it).
 
     ``model`` is a :class:`~dpopt.linesearch.model.LinearModel` with the
     logistic loss and ``l2`` = μ > 0; ``rng`` seeds diffprivlib's own
     generator.  Raises ``ImportError`` with an installation hint when
-    diffprivlib is missing.
+    diffprivlib is missing.  ε is spent from ``ledger`` when given (pure, replace-one).
     """
     model = check_margin_model(model, "diffprivlib", logistic=True)
-    epsilon, _ = check_budget(epsilon, delta, need_delta=False)
+    if ledger is None:
+        check_budget(epsilon, delta, need_delta=False)
+    ledger, epsilon, _ = run_ledger(ledger, epsilon, 0.0 if ledger is None else None,
+                                    accountant="pure", relation="replace_one")
     h = DiffprivlibHyper.from_kwargs(**hyper)
     rng = as_generator(rng)
     module, entry = _logistic_module()
     projected, moved = unit_ball_model(model, h.data_norm)
     C = 1.0 / (model.n * model.l2)
     seed = int(rng.integers(2**31 - 1))
-    ledger = Ledger(epsilon, 0.0, "pure", relation="replace_one")
     ledger.charge(ev.PureDP(epsilon))
     fit = _fit_public if entry == "LogisticRegression" else _fit_path
     with warnings.catch_warnings():

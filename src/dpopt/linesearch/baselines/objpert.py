@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._validation import as_generator, check_positive
-from ...privacy import Ledger
+from ...oracles import run_ledger
 from ...privacy import events as ev
 from ...privacy import mechanisms as mech
 from ...result import DPResult
@@ -121,7 +121,8 @@ def objpert_parameters(epsilon: float, *, n: int, reg: float, curvature: float,
                              sensitivity=2.0 * data_norm)
 
 
-def objective_perturbation(model, *, epsilon: float, delta: float = 0.0, rng=None, **hyper) -> DPResult:
+def objective_perturbation(model, *, epsilon: float | None = None, delta: float = 0.0, rng=None,
+                           ledger=None, **hyper) -> DPResult:
     """OBJPERT: ε-DP objective perturbation (Chaudhuri et al. 2011, Algorithm 2, Theorem 9).
 
     ``model`` is a :class:`~dpopt.linesearch.model.LinearModel` with a smooth
@@ -130,16 +131,19 @@ def objective_perturbation(model, *, epsilon: float, delta: float = 0.0, rng=Non
     accepted for the common calling convention and not used (δ = 0 ≤ δ).
     Hyper-parameters: the fields of :class:`ObjPertHyper`.  ``info`` holds
     the split of ε (:class:`ObjPertParameters` as a dict) and the solver's
-    certificate.
+    certificate.  ε is spent from ``ledger`` when given (pure, replace-one;
+    :func:`dpopt.oracles.run_ledger`).
     """
     model = check_margin_model(model, "objpert", smooth=True)
-    epsilon, _ = check_budget(epsilon, delta, need_delta=False)
+    if ledger is None:
+        check_budget(epsilon, delta, need_delta=False)
+    ledger, epsilon, _ = run_ledger(ledger, epsilon, 0.0 if ledger is None else None,
+                                    accountant="pure", relation="replace_one")
     h = ObjPertHyper.from_kwargs(**hyper)
     rng = as_generator(rng)
     projected, moved = unit_ball_model(model, h.data_norm)
     p = objpert_parameters(epsilon, n=model.n, reg=model.l2, curvature=model.loss.curvature_bound,
                            data_norm=h.data_norm)
-    ledger = Ledger(epsilon, 0.0, "pure", relation="replace_one")
     ledger.charge(ev.PureDP(p.epsilon_jacobian))
     b = mech.vector_laplace(np.zeros(model.dim), sensitivity=p.sensitivity, scale=p.noise_scale,
                             ledger=ledger, rng=rng)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._validation import as_generator, check_choice, check_positive
-from ...privacy import Ledger
+from ...oracles import run_ledger
 from ...privacy import mechanisms as mech
 from ...privacy.calibration import calibrate_gaussian_sigma
 from ...result import DPResult
@@ -86,17 +86,21 @@ def outpert_sensitivity(*, n: int, reg: float, data_norm: float = 1.0, lipschitz
     return 2.0 * lipschitz * data_norm / (n * reg) + 2.0 * tol / reg
 
 
-def output_perturbation(model, *, epsilon: float, delta: float = 0.0, rng=None, **hyper) -> DPResult:
+def output_perturbation(model, *, epsilon: float | None = None, delta: float = 0.0, rng=None,
+                        ledger=None, **hyper) -> DPResult:
     """OUTPERT: the regularized ERM minimizer plus noise scaled to its sensitivity (Chaudhuri et al. 2011).
 
     ``model`` is a :class:`~dpopt.linesearch.model.LinearModel` with a margin
     loss (|ℓ'| ≤ 1) and ``l2`` = Λ > 0.  Replace-one relation.  Laplace
     noise gives ε-DP (δ unused); Gaussian noise needs δ > 0.  Hyper-parameters:
     the fields of :class:`OutPertHyper`; ``info`` holds Δ₂, the noise scale and
-    the solver's certificate.
+    the solver's certificate.  Spent from ``ledger`` when given (replace-one;
+    :func:`dpopt.oracles.run_ledger`).
     """
     model = check_margin_model(model, "outpert")
     h = OutPertHyper.from_kwargs(**hyper)
+    if ledger is not None and epsilon is None:
+        epsilon, delta = ledger.epsilon, ledger.delta
     epsilon, delta = check_budget(epsilon, delta, need_delta=False)
     noise = h.noise if h.noise != "auto" else ("gaussian" if delta > 0 else "laplace")
     if noise == "gaussian" and delta == 0.0:
@@ -111,12 +115,12 @@ def output_perturbation(model, *, epsilon: float, delta: float = 0.0, rng=None, 
         )
     sensitivity = outpert_sensitivity(n=model.n, reg=model.l2, data_norm=h.data_norm,
                                       lipschitz=model.loss.derivative_bound, tol=h.tol)
+    ledger, _, _ = run_ledger(ledger, epsilon, 0.0 if noise == "laplace" else delta,
+                              accountant="pure" if noise == "laplace" else "rdp", relation="replace_one")
     if noise == "laplace":
-        ledger = Ledger(epsilon, 0.0, "pure", relation="replace_one")
         x = mech.vector_laplace(sol.x, sensitivity=sensitivity, epsilon=epsilon, ledger=ledger, rng=rng)
         scale = sensitivity / epsilon
     else:
-        ledger = Ledger(epsilon, delta, "rdp", relation="replace_one")
         scale = calibrate_gaussian_sigma(epsilon, delta, steps=1, rate=1.0, sensitivity=sensitivity)
         x = mech.gaussian(sol.x, sensitivity=sensitivity, sigma=scale, ledger=ledger, rng=rng)
     info = {"noise": noise, "sensitivity": sensitivity, "noise_scale": scale, "rows_projected": moved,

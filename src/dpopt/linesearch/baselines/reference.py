@@ -40,12 +40,13 @@ class NonPrivateHyper(Hyper):
 
 
 def non_private(model, *, epsilon: float | None = None, delta: float | None = None, rng=None,
-                **hyper) -> DPResult:
+                ledger=None, **hyper) -> DPResult:
     """NON-PRIVATE: argmin of the model's regularized objective by L-BFGS (chen2020 §5.3).
 
-    ``epsilon``, ``delta`` and ``rng`` are accepted for the common calling
-    convention and ignored.  ``guarantee="none"``; ``privacy`` is (∞, 0) with
-    notion ``"none"`` and an empty event log.
+    ``epsilon``, ``delta``, ``rng`` and ``ledger`` are accepted for the common
+    calling convention and ignored (nothing is charged: nothing private is
+    released).  ``guarantee="none"``; ``privacy`` is (∞, 0) with notion
+    ``"none"`` and an empty event log.
     """
     model = check_model(model)
     h = NonPrivateHyper.from_kwargs(**hyper)
