@@ -37,8 +37,8 @@ def test_train_default_ledger_matches_opacus_for_dp_sgd():
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(100, 3)).astype(np.float32), rng.integers(0, 2, 100)
     torch.manual_seed(0)
-    out = train(nn.Linear(3, 2), (X, y), method="dp-sgd", epsilon=50.0, delta=1e-5, steps=20, batch_rate=0.05,
-                noise_multiplier=0.9, seed=0)
+    out = train(nn.Linear(3, 2), (X, y), method="dp-sgd", n_public=100, epsilon=50.0, delta=1e-5, steps=20,
+                batch_rate=0.05, noise_multiplier=0.9, seed=0)
     theirs = opacus_rdp.compute_rdp(q=0.05, noise_multiplier=0.9, steps=20, orders=OpacusRDP.DEFAULT_ALPHAS)
     eps_theirs, _ = opacus_rdp.get_privacy_spent(orders=OpacusRDP.DEFAULT_ALPHAS, rdp=theirs, delta=1e-5)
     assert out.result.epsilon <= eps_theirs * (1 + 1e-9)

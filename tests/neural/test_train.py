@@ -30,7 +30,7 @@ def _net(seed=0, d=5):
 def test_methods_spend_the_budget_they_report_and_learn(method):
     X, y = _data()
     net = _net()
-    out = train(net, (X, y), method=method, epsilon=3.0, delta=1e-5, steps=60, batch_rate=0.2, clip=1.0,
+    out = train(net, (X, y), method=method, n_public=300, epsilon=3.0, delta=1e-5, steps=60, batch_rate=0.2, clip=1.0,
                 seed=4, lr=0.05 if method == "dp-adam" else None)
     module, history, result = out
     assert module is net
@@ -50,7 +50,7 @@ def test_equal_per_iteration_budget_and_split():
     hyper = NeuralHyper()
     z = 1.3
     for method in ("dp-sgd", "dp-adam", "dp-blsgd"):
-        out = train(_net(), (X, y), method=method, epsilon=50.0, delta=1e-5, steps=3, batch_rate=0.1,
+        out = train(_net(), (X, y), method=method, n_public=300, epsilon=50.0, delta=1e-5, steps=3, batch_rate=0.1,
                     noise_multiplier=z, seed=0)
         info = out.result.info
         assert info["rho_grad"] + info["rho_search"] == pytest.approx(1 / (2 * z * z), rel=1e-12)
@@ -59,7 +59,7 @@ def test_equal_per_iteration_budget_and_split():
     # the events charged per iteration are the ones the calibration composes
     ledger = Ledger(50.0, 1e-5, "rdp")
     oracle = make_oracle(TorchModel(_net(), *_data()), ledger=ledger, rng=np.random.default_rng(0), rate=0.1,
-                         clip=1.0, hyper=hyper)
+                         clip=1.0, hyper=hyper, n_public=300)
     blsgd = iteration_event(oracle, "dp-blsgd", z, hyper)
     assert isinstance(blsgd, ev.Composed) and len(blsgd.events) == 2
     gradient, search = blsgd.events
@@ -70,7 +70,7 @@ def test_equal_per_iteration_budget_and_split():
 def test_failed_line_search_returns_the_smallest_step():
     X, y = _data()
     # η₀ so large that every candidate overshoots: the search fails and takes β^max_it·η₀
-    out = train(_net(), (X, y), method="dp-blsgd", epsilon=100.0, delta=1e-5, steps=2, batch_rate=0.5,
+    out = train(_net(), (X, y), method="dp-blsgd", n_public=300, epsilon=100.0, delta=1e-5, steps=2, batch_rate=0.5,
                 noise_multiplier=0.3, seed=1, eta0=1e6, max_it=3, alpha=0.5)
     assert out.history["step_size"][0] == pytest.approx(1e6 * 0.8**3)
 
@@ -91,7 +91,7 @@ def test_interrupt_keeps_last_iterate_and_true_epsilon():
         kept["w"] = torch.nn.utils.parameters_to_vector(module.parameters()).detach().clone()
 
     ledger = Ledger(5.0, 1e-5, "rdp")
-    out = train(net, (X, y), method="dp-sgd", epsilon=5.0, delta=1e-5, steps=50, batch_rate=0.1, seed=2,
+    out = train(net, (X, y), method="dp-sgd", n_public=300, epsilon=5.0, delta=1e-5, steps=50, batch_rate=0.1, seed=2,
                 loss=loss, ledger=ledger, callback=callback)
     assert out.result.info["stop"] == "interrupted"
     assert out.result.nit == 4
@@ -102,7 +102,7 @@ def test_interrupt_keeps_last_iterate_and_true_epsilon():
 
 def test_stops_when_budget_runs_out():
     X, y = _data()
-    out = train(_net(), (X, y), method="dp-blsgd", epsilon=2.0, delta=1e-5, steps=500, batch_rate=0.1,
+    out = train(_net(), (X, y), method="dp-blsgd", n_public=300, epsilon=2.0, delta=1e-5, steps=500, batch_rate=0.1,
                 noise_multiplier=1.0, seed=3)
     assert out.result.info["stop"] == "budget"
     assert 0 < out.result.nit < 500 and out.result.epsilon <= 2.0 * (1 + 1e-9)
@@ -143,3 +143,11 @@ def test_torch_model_meets_the_line_search_contract():
     total, count = model.per_example_clipped_grad_sum(w, None, 1e6)
     assert count == 40
     assert np.allclose(total / 40, d, atol=1e-6)
+
+
+def test_undeclared_record_count_is_disclosed_with_a_warning():
+    from dpopt.oracles import CountDisclosureWarning
+
+    with pytest.warns(CountDisclosureWarning, match="n=300"):
+        out = train(_net(), _data(), method="dp-sgd", epsilon=5.0, delta=1e-5, steps=2, batch_rate=0.1, seed=0)
+    assert out.result.nit == 2

@@ -3,12 +3,14 @@
 from ._dispatch import ACCELERATED, LINESEARCH, METHODS
 from .bayes_search import DPBayesSearchCV
 from .linear import DPHuberSVC, DPLogisticRegression, PrivacyLeakWarning
+from .neural import DPMLPClassifier
 from .persist import load_model, save_model
 
 __all__ = [
     "DPLogisticRegression",
     "DPHuberSVC",
     "DPBayesSearchCV",
+    "DPMLPClassifier",
     "PrivacyLeakWarning",
     "METHODS",
     "ACCELERATED",

@@ -99,10 +99,12 @@ def iteration_event(oracle: LineSearchOracle, method: str, z: float, hyper: Neur
     return ev.Composed([grad, oracle.line_search_event(rho_bt)]) if rho_bt else grad
 
 
-def make_oracle(model: TorchModel, *, ledger, rng, rate: float, clip: float, hyper: NeuralHyper):
-    """The oracle that owns sampling at rate q, the thresholds and the line-search events."""
+def make_oracle(model: TorchModel, *, ledger, rng, rate: float, clip: float, hyper: NeuralHyper,
+                n_public: int | None = None):
+    """The oracle that owns sampling at rate q, the thresholds, the line-search events and the public
+    normalizer q·n_public (without ``n_public`` the data's n is disclosed, with a warning)."""
     return LineSearchOracle(model, ledger=ledger, rng=rng, rate=rate, c_grad=clip, c_obj=hyper.c_obj,
-                            noise="gaussian", lazy=True, query="decrease")
+                            noise="gaussian", lazy=True, query="decrease", n_public=n_public)
 
 
 def run(model: TorchModel, method: str, *, oracle: LineSearchOracle, generator, steps: int, z: float,

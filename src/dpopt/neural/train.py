@@ -20,7 +20,8 @@ __all__ = ["train", "Trained"]
 
 _NOTES = (
     "Renyi DP under add/remove-one with Poisson subsampling at rate q; every iteration is charged as its "
-    "amplified event before release. The number of records n is treated as public (it normalizes sums)."
+    "amplified event before release. Sums are normalized by q*n_public, the declared public count, or "
+    "by the data's own n when none was declared (disclosed)."
 )
 
 
@@ -45,7 +46,8 @@ class Trained:
 def train(model, data, *, method: str = "dp-sgd", epsilon: float, delta: float, epochs: float | None = None,
           steps: int | None = None, batch_rate: float, clip: float = 1.0, lr: float | None = None,
           l2: float = 0.0, loss="cross_entropy", ledger: Ledger | None = None, device=None, seed=None,
-          noise_multiplier: float | None = None, progress=None, callback=None, chunk_size: int = 256,
+          noise_multiplier: float | None = None, n_public: int | None = None, progress=None, callback=None,
+          chunk_size: int = 256,
           **hyper) -> Trained:
     """Train ``model`` on ``data`` with ``method`` in ``"dp-sgd"``, ``"dp-adam"``, ``"dp-blsgd"`` (chen2020 §5.7).
 
@@ -78,6 +80,10 @@ def train(model, data, *, method: str = "dp-sgd", epsilon: float, delta: float, 
         z with ρ_iter = 1/(2z²) per iteration; default: the smallest z for which the planned
         iterations of ``method`` fit (ε, δ).  Give the same z to compare methods at equal
         per-iteration RDP; the run then stops early if the budget runs out.
+    n_public:
+        The public record count that normalizes sums (q·n_public is the expected batch); without
+        it the data's own n is used and disclosed (``CountDisclosureWarning``): under add/remove-one
+        the guarantee then covers neighbours of equal size only.
     progress:
         ``True`` for a progress line, or a callable ``progress(done, total, label)``.
     callback:
@@ -117,7 +123,7 @@ def train(model, data, *, method: str = "dp-sgd", epsilon: float, delta: float, 
     target = TorchModel(model, X, y, loss=loss, l2=l2, chunk_size=chunk_size)
     generator = torch.Generator(device=target.device)
     generator.manual_seed(int(rng.integers(2**63 - 1)))
-    oracle = make_oracle(target, ledger=ledger, rng=rng, rate=rate, clip=clip, hyper=params)
+    oracle = make_oracle(target, ledger=ledger, rng=rng, rate=rate, clip=clip, hyper=params, n_public=n_public)
     if noise_multiplier is None:
         z = calibrate_noise_multiplier(lambda z: iteration_event(oracle, method, z, params), epsilon, delta,
                                        steps=int(steps), orders=DENSE_ORDERS)

@@ -1,0 +1,197 @@
+"""``DPMLPClassifier``: a private multi-layer perceptron as a scikit-learn estimator (extra ``dpopt[torch]``).
+
+Training is :func:`dpopt.neural.train` (DP-SGD, DP-Adam or DP-BLSGD, chen2020 §5.7):
+per-example gradients are clipped to ``clip``, so no bound on the features is
+needed for the guarantee.  The conventions of the linear estimators hold:
+
+* Bounds are declared, never learned: ``data_norm`` (rows clipped to that L2
+  norm and scaled by it) or ``bounds=(lower, upper)`` per feature (values
+  clipped into the box and mapped to [−1, 1]); with neither, rows are used as
+  they are (nothing is computed from the data).
+* The label set is declared with ``classes=``; without it, it is read from the
+  data, which the guarantee does not cover (warned with :class:`PrivacyLeakWarning`).
+* ``n_public`` declares the record count that normalizes gradient sums; without
+  it the data's n is disclosed (``CountDisclosureWarning``, from the oracle layer).
+* ``ledger=`` charges a given ledger (e.g. a parent's ``child``); otherwise
+  each fit spends its own (``epsilon``, ``delta``), recorded in
+  ``privacy_spent_`` and ``privacy_events_``.
+
+torch is imported only when a network is built or used, so importing
+:mod:`dpopt.estimators` never needs it.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._validation import as_generator, check_delta, check_nonnegative, check_positive
+from .linear import PrivacyLeakWarning
+
+__all__ = ["DPMLPClassifier"]
+
+_ACTIVATIONS = ("relu", "tanh", "logistic")
+
+
+def _mlp(d: int, hidden, k: int, activation: str, seed: int):
+    import torch
+    from torch import nn
+
+    act = {"relu": nn.ReLU, "tanh": nn.Tanh, "logistic": nn.Sigmoid}[activation]
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)  # data-independent initialization, reproducible from random_state
+        layers, width = [], d
+        for size in hidden:
+            layers += [nn.Linear(width, int(size)), act()]
+            width = int(size)
+        layers.append(nn.Linear(width, k))
+        return nn.Sequential(*layers)
+
+
+class DPMLPClassifier(ClassifierMixin, BaseEstimator):
+    """Differentially private MLP classifier (softmax cross-entropy + (μ/2)‖w‖²).
+
+    Parameters
+    ----------
+    hidden_layer_sizes:
+        Widths of the hidden layers (as in scikit-learn's ``MLPClassifier``).
+    epsilon, delta:
+        The (ε, δ) budget of one fit (Rényi-DP accounting, add/remove-one); δ > 0.
+    method:
+        ``"dp-adam"`` (default), ``"dp-sgd"`` or ``"dp-blsgd"``.
+    epochs, batch_rate:
+        Length of training (⌈epochs/q⌉ iterations) and the Poisson sampling rate q.
+    clip:
+        Per-example gradient clipping threshold C_grad.
+    learning_rate:
+        Step of DP-SGD / DP-Adam (defaults 0.2 / 0.001); DP-BLSGD searches its own.
+    regularization:
+        μ (chen2020 §5.1: 0.001).
+    activation:
+        ``"relu"``, ``"tanh"`` or ``"logistic"``.
+    classes, data_norm, bounds, n_public, ledger:
+        Declarations as described in the module docstring.
+    random_state:
+        Seed or ``numpy.random.Generator`` (initialization, sampling and noise); None: OS entropy.
+    device:
+        ``"cpu"`` (default) or a torch device.
+
+    Attributes
+    ----------
+    classes_, n_features_in_, module_ (the trained ``torch.nn.Sequential``), result_ (its
+    :class:`~dpopt.result.DPResult`), history_, privacy_spent_, privacy_events_, n_iter_.
+    """
+
+    def __init__(self, hidden_layer_sizes=(100,), *, epsilon=1.0, delta=1e-5, method="dp-adam", epochs=5.0,
+                 batch_rate=0.01, clip=1.0, learning_rate=None, regularization=1e-3, activation="relu",
+                 classes=None, data_norm=None, bounds=None, n_public=None, ledger=None, random_state=None,
+                 device=None):
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.epsilon = epsilon
+        self.delta = delta
+        self.method = method
+        self.epochs = epochs
+        self.batch_rate = batch_rate
+        self.clip = clip
+        self.learning_rate = learning_rate
+        self.regularization = regularization
+        self.activation = activation
+        self.classes = classes
+        self.data_norm = data_norm
+        self.bounds = bounds
+        self.n_public = n_public
+        self.ledger = ledger
+        self.random_state = random_state
+        self.device = device
+
+    # -- preprocessing (per record, no privacy cost) -------------------------------------
+    def _prepare(self, X: np.ndarray) -> np.ndarray:
+        if self.bounds is not None:
+            lower, upper = (np.broadcast_to(np.asarray(b, dtype=float), (X.shape[1],)) for b in self.bounds)
+            if not (np.all(np.isfinite(lower)) and np.all(np.isfinite(upper)) and np.all(lower < upper)):
+                raise ValueError("bounds must be finite with lower < upper for every feature")
+            X = 2.0 * (np.clip(X, lower, upper) - lower) / (upper - lower) - 1.0
+        if self.data_norm is not None:
+            bound = check_positive("data_norm", self.data_norm)
+            norms = np.linalg.norm(X, axis=1)
+            X = X * (np.minimum(1.0, bound / np.maximum(norms, np.finfo(float).tiny)) / bound)[:, None]
+        return X
+
+    def _labels(self, y: np.ndarray) -> np.ndarray:
+        if self.classes is None:
+            warnings.warn(
+                "classes was not given, so the label set was read from the data; this leaks privacy "
+                "outside the guarantee. Declare classes= from domain knowledge.",
+                PrivacyLeakWarning, stacklevel=3,
+            )
+            return np.unique(y)
+        classes = np.unique(np.asarray(self.classes))
+        if len(classes) < 2:
+            raise ValueError(f"classes must declare at least 2 labels, got {classes.tolist()}")
+        return classes
+
+    def fit(self, X, y):
+        """Train privately on (X, y); spends (``epsilon``, ``delta``) in total."""
+        import torch
+
+        from ..neural import train
+
+        epsilon = check_positive("epsilon", self.epsilon)
+        delta = check_delta("delta", self.delta)
+        check_nonnegative("regularization", self.regularization)
+        if self.activation not in _ACTIVATIONS:
+            raise ValueError(f"activation must be one of {list(_ACTIVATIONS)}, got {self.activation!r}")
+        hidden = tuple(self.hidden_layer_sizes)
+        if not all(isinstance(h, int | np.integer) and h >= 1 for h in hidden):
+            raise ValueError(f"hidden_layer_sizes must be integers >= 1, got {self.hidden_layer_sizes!r}")
+        X, y = validate_data(self, X, y, dtype=np.float64)
+        check_classification_targets(y)
+        self.classes_ = self._labels(y)
+        known = np.isin(y, self.classes_)
+        if not known.all():
+            raise ValueError("y has labels outside the declared classes")
+        rng = as_generator(self.random_state)
+        net = _mlp(X.shape[1], hidden, len(self.classes_), self.activation, int(rng.integers(2**31 - 1)))
+        codes = torch.as_tensor(np.searchsorted(self.classes_, y), dtype=torch.long)
+        inputs = torch.as_tensor(self._prepare(X), dtype=torch.float32)
+        out = train(net, (inputs, codes), method=self.method, epsilon=epsilon, delta=delta, epochs=self.epochs,
+                    batch_rate=self.batch_rate, clip=self.clip, lr=self.learning_rate, l2=float(self.regularization),
+                    ledger=self.ledger, device=self.device, seed=rng, n_public=self.n_public)
+        self.module_ = out.module.eval()
+        self.result_ = out.result
+        self.history_ = out.history
+        self.privacy_spent_ = {"epsilon": out.result.epsilon, "delta": out.result.delta,
+                               "notion": out.result.privacy.notion, "relation": out.result.relation,
+                               "guarantee": out.result.guarantee}
+        self.privacy_events_ = out.result.events
+        self.n_iter_ = out.result.nit
+        return self
+
+    def privacy_record(self) -> dict:
+        """JSON-ready privacy record of the fit."""
+        check_is_fitted(self)
+        return {"method": self.method, **self.privacy_spent_, "events": [e.to_dict() for e in self.privacy_events_]}
+
+    def predict_proba(self, X):
+        """Softmax class probabilities, columns in the order of ``classes_``."""
+        import torch
+
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        param = next(self.module_.parameters())
+        with torch.no_grad():
+            logits = self.module_(torch.as_tensor(self._prepare(X), dtype=param.dtype, device=param.device))
+            return torch.softmax(logits, dim=1).cpu().double().numpy()
+
+    def predict(self, X):
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = self.random_state is None
+        tags.classifier_tags.poor_score = True
+        return tags
