@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from dpopt.estimators import DPMLPClassifier, PrivacyLeakWarning
-from dpopt.privacy import Ledger
+from dpopt.privacy import BudgetExceededError, Ledger
 
 torch.set_num_threads(1)
 
@@ -40,6 +40,10 @@ def test_label_set_from_data_is_warned_and_ledger_is_charged():
         DPMLPClassifier((4,), epsilon=1.0, delta=1e-5, epochs=1, batch_rate=0.1, n_public=100, ledger=ledger,
                         random_state=1).fit(X, y)
     assert len(ledger.events) == 10 and 0 < ledger.spent().epsilon <= 1.0 * (1 + 1e-9)
+    with pytest.raises(BudgetExceededError):  # refused before any noise: nothing more is charged
+        DPMLPClassifier((4,), epsilon=20.0, delta=1e-5, epochs=1, batch_rate=0.1, n_public=100, ledger=ledger,
+                        classes=["no", "yes"], random_state=1).fit(X, y)
+    assert len(ledger.events) == 10
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [({"epsilon": -1.0}, "epsilon"), ({"activation": "gelu"}, "activation"),

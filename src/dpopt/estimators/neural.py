@@ -22,15 +22,14 @@ torch is imported only when a network is built or used, so importing
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import as_generator, check_delta, check_nonnegative, check_positive
-from .linear import PrivacyLeakWarning
+from ._budget import open_fit
+from .linear import _DPLinearClassifier
 
 __all__ = ["DPMLPClassifier"]
 
@@ -82,7 +81,7 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
 
     Attributes
     ----------
-    classes_, n_features_in_, module_ (the trained ``torch.nn.Sequential``), result_ (its
+    classes_, disclosed_, n_features_in_, module_ (the trained ``torch.nn.Sequential``), result_ (its
     :class:`~dpopt.result.DPResult`), history_, privacy_spent_, privacy_events_, n_iter_.
     """
 
@@ -121,18 +120,10 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
             X = X * (np.minimum(1.0, bound / np.maximum(norms, np.finfo(float).tiny)) / bound)[:, None]
         return X
 
-    def _labels(self, y: np.ndarray) -> np.ndarray:
-        if self.classes is None:
-            warnings.warn(
-                "classes was not given, so the label set was read from the data; this leaks privacy "
-                "outside the guarantee. Declare classes= from domain knowledge.",
-                PrivacyLeakWarning, stacklevel=3,
-            )
-            return np.unique(y)
-        classes = np.unique(np.asarray(self.classes))
-        if len(classes) < 2:
-            raise ValueError(f"classes must declare at least 2 labels, got {classes.tolist()}")
-        return classes
+    # the linear estimators' conventions, shared: a clone shares the ledger; the label set is declared
+    # (labels outside it refused) or read from y with a PrivacyLeakWarning and listed in ``disclosed_``
+    __sklearn_clone__ = _DPLinearClassifier.__sklearn_clone__
+    _label_set = _DPLinearClassifier._label_set
 
     def fit(self, X, y):
         """Train privately on (X, y); spends (``epsilon``, ``delta``) in total."""
@@ -150,17 +141,22 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"hidden_layer_sizes must be integers >= 1, got {self.hidden_layer_sizes!r}")
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
-        self.classes_ = self._labels(y)
-        known = np.isin(y, self.classes_)
-        if not known.all():
-            raise ValueError("y has labels outside the declared classes")
+        classes, disclosed = self._label_set(y)
         rng = as_generator(self.random_state)
-        net = _mlp(X.shape[1], hidden, len(self.classes_), self.activation, int(rng.integers(2**31 - 1)))
-        codes = torch.as_tensor(np.searchsorted(self.classes_, y), dtype=torch.long)
+        net = _mlp(X.shape[1], hidden, len(classes), self.activation, int(rng.integers(2**31 - 1)))
+        codes = torch.as_tensor(np.searchsorted(classes, y), dtype=torch.long)
         inputs = torch.as_tensor(self._prepare(X), dtype=torch.float32)
+        # with a given ledger: refused before any noise if (ε, δ) does not fit, and all or nothing
+        budget = None if self.ledger is None else open_fit(self.ledger, epsilon, delta, notion="rdp",
+                                                           relation="add_remove")
         out = train(net, (inputs, codes), method=self.method, epsilon=epsilon, delta=delta, epochs=self.epochs,
                     batch_rate=self.batch_rate, clip=self.clip, lr=self.learning_rate, l2=float(self.regularization),
-                    ledger=self.ledger, device=self.device, seed=rng, n_public=self.n_public)
+                    ledger=None if budget is None else budget.share(1), device=self.device, seed=rng,
+                    n_public=self.n_public)
+        if budget is not None:
+            budget.commit()
+        self.classes_ = classes
+        self.disclosed_ = disclosed
         self.module_ = out.module.eval()
         self.result_ = out.result
         self.history_ = out.history

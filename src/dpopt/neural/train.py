@@ -125,8 +125,9 @@ def train(model, data, *, method: str = "dp-sgd", epsilon: float, delta: float, 
     generator.manual_seed(int(rng.integers(2**63 - 1)))
     oracle = make_oracle(target, ledger=ledger, rng=rng, rate=rate, clip=clip, hyper=params, n_public=n_public)
     if noise_multiplier is None:
+        orders = ledger.remaining_rdp()[0] if ledger.notion == "rdp" else DENSE_ORDERS
         z = calibrate_noise_multiplier(lambda z: iteration_event(oracle, method, z, params), epsilon, delta,
-                                       steps=int(steps), orders=DENSE_ORDERS)
+                                       steps=int(steps), orders=orders)
     else:
         z = check_positive("noise_multiplier", noise_multiplier)
     if progress is True:
