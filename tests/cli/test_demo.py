@@ -62,6 +62,7 @@ def test_demo_writes_a_self_contained_report_and_its_data(demo):
     parser.feed((out / "report.html").read_text())
     assert parser.images and all(src.startswith("data:image/png;base64,") for src in parser.images)
     assert parser.tables >= 3
+    assert "ε by PLD" in (out / "report.html").read_text()  # the tighter ε of the (ε, δ) methods
     with open(out / "results.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert {r["method"] for r in rows} == {"non-private", "majority", *METHODS}
@@ -85,6 +86,8 @@ def test_each_saved_event_log_is_rechecked_by_dpopt_account(demo):
     # The same events through the same accountant (its order grid may differ slightly from the ledger's).
     assert rdp["epsilon"] == pytest.approx(record["epsilon"], rel=1e-2)
     assert rdp["epsilon"] <= 0.4 * (1 + 1e-6)
+    pld = next(r for r in json.loads(done.stdout)["results"] if r["accountant"] == "pld")
+    assert pld["epsilon"] < rdp["epsilon"]  # the tighter accountant, shown beside it
 
 
 def test_bad_input_is_one_line_and_exit_code_2(tmp_path):
