@@ -229,9 +229,16 @@ def test_interface_and_validation():
         acc.compose(ev.Gaussian(1.0), count=0)
 
 
-def test_discrete_gaussian_too_wide_to_enumerate_goes_to_rdp():
-    wide = ev.DiscreteGaussian(sigma=1e6, sensitivity=1000)
-    acc = PLDAccountant(H).compose(wide)
-    assert [row["accountant"] for row in acc.parts()] == ["rdp"]
-    assert acc.get_epsilon(1e-5) == pytest.approx(RDPAccountant().compose(ev.Gaussian(1e3)).get_epsilon(1e-5))
-    np.testing.assert_allclose(acc.get_epsilon(1e-5), RDPAccountant().compose(wide).get_epsilon(1e-5))
+def test_wide_discrete_gaussian_tails_match_enumeration_and_the_continuous_pld():
+    from dpopt.privacy import pld
+
+    sigma = 60.0
+    k_max, tail = pld._discrete_gaussian_upper_tail(sigma)
+    k = np.arange(-300, 301)
+    np.testing.assert_allclose(pld._discrete_gaussian_tail_wide(sigma, k), tail[k + k_max], rtol=1e-9, atol=1e-16)
+    # the secure Gaussian's events (σ, Δ ~ 2^20) are accounted by PLD, and agree with the continuous mechanism
+    wide = ev.DiscreteGaussian(sigma=2.0**21 + 3, sensitivity=2**20 + 7)
+    acc = PLDAccountant(H).compose(ev.SelfComposed(wide, 10))
+    assert [row["accountant"] for row in acc.parts()] == ["pld"]
+    continuous = PLDAccountant(H).compose(ev.SelfComposed(ev.Gaussian(wide.noise_multiplier), 10))
+    assert acc.get_epsilon(1e-5) == pytest.approx(continuous.get_epsilon(1e-5), rel=1e-4)

@@ -32,8 +32,7 @@ The gap between the two is the discretization error the user sees
 (:meth:`PLDAccountant.get_epsilon_bounds`).
 
 Mechanisms with an exact PLD here (``Gaussian``, ``Laplace``,
-``DiscreteLaplace``, ``DiscreteGaussian`` with σ ≤ :data:`DISCRETE_GAUSSIAN_MAX_SIGMA`,
-and pure ε-DP events ``PureDP``, ``Exponential``, ``VectorLaplace`` through
+``DiscreteLaplace``, ``DiscreteGaussian``, and pure ε-DP events ``PureDP``, ``Exponential``, ``VectorLaplace`` through
 the randomized-response pair that dominates every ε-DP mechanism, Kairouz,
 Oh & Viswanath 2015, Thm 2.2) and their ``Subsampled`` versions:
 
@@ -46,8 +45,7 @@ Oh & Viswanath 2015, Thm 2.2) and their ``Subsampled`` versions:
   (Zhu, Dong & Wang 2022, Thm 10; Balle, Barthe & Gaboardi 2018, Thm 10 for
   the resulting pure-DP bound log(1 + q(e^ε − 1))).
 
-Everything else (``AboveThreshold``, subsampled compositions, discrete
-Gaussians too wide to enumerate) is accounted by the RDP accountant and
+Everything else (``AboveThreshold``, subsampled compositions) is accounted by the RDP accountant and
 combined with the PLD part by basic composition at the best split of δ;
 :meth:`PLDAccountant.describe` and :meth:`PLDAccountant.parts` say which
 accountant produced which part.  For such mixed logs the reported ε is also
@@ -83,7 +81,7 @@ __all__ = [
 DEFAULT_DISCRETIZATION = 1e-4
 #: Mass cut from each tail after every convolution (and when a PLD is built).
 DEFAULT_TAIL_MASS = 1e-15
-#: Discrete Gaussians wider than this are accounted by RDP (their PLD is enumerated).
+#: Discrete Gaussians up to this σ have their pmf enumerated; wider ones use Euler–Maclaurin tails.
 DISCRETE_GAUSSIAN_MAX_SIGMA = 1e4
 
 REMOVE, ADD = "remove", "add"
@@ -168,19 +166,45 @@ def _discrete_gaussian_upper_tail(sigma: float) -> tuple[int, np.ndarray]:
     return k, tail
 
 
+def _discrete_gaussian_tail_wide(sigma: float, k: np.ndarray) -> np.ndarray:
+    """P(X ≥ k) of the discrete Gaussian for σ > :data:`DISCRETE_GAUSSIAN_MAX_SIGMA`, by Euler–Maclaurin.
+
+    With f(x) = e^{−x²/(2σ²)}: Σ_{x≥k} f(x) = σ√(2π)Φ̄(k/σ) + f(k)/2 − f′(k)/12 + f‴(k)/720 + R,
+    f′ = −(x/σ²)f, f‴ = (3x/σ⁴ − x³/σ⁶)f, and R = O(max|f⁽⁵⁾|) = O(f·σ⁻⁵), far below
+    double precision of the sum for σ > 10⁴; the normalizer Σ_ℤ f = σ√(2π)(1 + 2Σ_n e^{−2π²σ²n²}) is σ√(2π) in
+    double precision (Poisson summation).  For k ≤ 0, P(X ≥ k) = 1 − P(X ≥ 1 − k).
+    """
+    root = sigma * math.sqrt(2.0 * math.pi)
+
+    s2 = sigma * sigma
+
+    def upper(m):  # P(X ≥ m) for m ≥ 1
+        f = np.exp(-(m * m) / (2.0 * s2))
+        corrections = 0.5 + m / (12.0 * s2) + (3.0 * m / s2**2 - m**3 / s2**3) / 720.0
+        return special.ndtr(-m / sigma) + f * corrections / root
+
+    k = np.asarray(k, dtype=float)
+    return np.where(k >= 1, upper(np.maximum(k, 1.0)), 1.0 - upper(np.maximum(1.0 - k, 1.0)))
+
+
 @dataclass(frozen=True)
 class _DiscreteGaussian:
     """P(x) ∝ e^{−x²/(2σ²)} on ℤ vs its shift by the integer Δ: R = (2xΔ − Δ²)/(2σ²).
 
-    R > u ⇔ x ≥ k = ⌊σ²u/Δ + Δ/2⌋ + 1; the tails are read from the enumerated pmf.
+    R > u ⇔ x ≥ k = ⌊σ²u/Δ + Δ/2⌋ + 1; the tails are read from the enumerated pmf, or
+    for σ above :data:`DISCRETE_GAUSSIAN_MAX_SIGMA` from :func:`_discrete_gaussian_tail_wide`.
     """
 
     sigma: float
     delta: int
 
     def tails(self, u):
-        k_max, tail = _discrete_gaussian_upper_tail(self.sigma)
         s2, d = self.sigma**2, self.delta
+        if self.sigma > DISCRETE_GAUSSIAN_MAX_SIGMA:
+            with np.errstate(over="ignore", invalid="ignore"):
+                k = np.floor(np.clip(s2 * u / d + d / 2, -1e300, 1e300)) + 1
+            return _discrete_gaussian_tail_wide(self.sigma, k), _discrete_gaussian_tail_wide(self.sigma, k - d)
+        k_max, tail = _discrete_gaussian_upper_tail(self.sigma)
         with np.errstate(over="ignore", invalid="ignore"):
             k = np.floor(np.clip(s2 * u / d + d / 2, -4 * k_max, 4 * k_max)) + 1
         idx0 = np.clip(k + k_max, 0, tail.size - 1).astype(np.int64)
@@ -221,8 +245,6 @@ def _family(event: ev.Event):
     if isinstance(event, ev.DiscreteLaplace):
         return _DiscreteLaplace(event.scale, event.sensitivity)
     if isinstance(event, ev.DiscreteGaussian):
-        if event.sigma > DISCRETE_GAUSSIAN_MAX_SIGMA:
-            return None
         return _DiscreteGaussian(event.sigma, event.sensitivity)
     if isinstance(event, ev.PureDP | ev.Exponential | ev.VectorLaplace):
         return _RandomizedResponse(event.epsilon)
