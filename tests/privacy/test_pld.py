@@ -242,3 +242,23 @@ def test_wide_discrete_gaussian_tails_match_enumeration_and_the_continuous_pld()
     assert [row["accountant"] for row in acc.parts()] == ["pld"]
     continuous = PLDAccountant(H).compose(ev.SelfComposed(ev.Gaussian(wide.noise_multiplier), 10))
     assert acc.get_epsilon(1e-5) == pytest.approx(continuous.get_epsilon(1e-5), rel=1e-4)
+
+
+def test_epsilon_after_is_the_next_epsilon_and_composes_incrementally():
+    acc = PLDAccountant(H)
+    step = poisson(ev.Gaussian(1.1), 0.05)
+    fresh = PLDAccountant(H)
+    for _ in range(40):
+        after = acc.epsilon_after(step, 1e-5)
+        acc.compose(step)
+        assert acc.get_epsilon(1e-5) == after
+    fresh.compose(ev.SelfComposed(step, 40))
+    assert after == pytest.approx(fresh.get_epsilon(1e-5), rel=1e-9)
+    # a different event after the probe: the probe's PLDs are not reused
+    other = ev.Gaussian(5.0)
+    acc.epsilon_after(step, 1e-5)
+    acc.compose(other)
+    assert acc.get_epsilon(1e-5) == pytest.approx(fresh.copy().compose(other).get_epsilon(1e-5), rel=1e-9)
+    # with an RDP-accounted part the probe is a plain copy-and-compose
+    svt = ev.AboveThreshold.gaussian(3.0, 6.0)
+    assert acc.epsilon_after(svt, 1e-5) == acc.copy().compose(svt).get_epsilon(1e-5)

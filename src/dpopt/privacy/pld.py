@@ -568,6 +568,7 @@ class PLDAccountant:
         self._rdp_events: Counter = Counter()
         self._pld_events: Counter = Counter()
         self._cache: dict | None = None
+        self._pending = None  # (event, PLDs after it) from the last epsilon_after
 
     # -- composition ------------------------------------------------------------------
     def supports(self, event: ev.Event) -> bool:
@@ -604,8 +605,38 @@ class PLDAccountant:
             else:
                 self._pld_counts[pair] += n
                 self._pld_events[sub] += n
-        self._cache = None
+        pending, self._pending = self._pending, None
+        if pending is not None and count == 1 and pending[0] == event:
+            self._cache = {True: pending[1]}  # the PLDs epsilon_after built for exactly this step
+        else:
+            self._cache = None
         return self
+
+    def epsilon_after(self, event: ev.Event, delta: float) -> float:
+        """The ε :meth:`get_epsilon` reports after composing ``event`` once (composes nothing).
+
+        A ledger asks this before every charge.  When ``event`` and everything
+        composed so far have exact PLDs, the answer costs one convolution per
+        direction (the current PLDs with the event's), and a following
+        ``compose(event)`` keeps those PLDs instead of rebuilding them; the
+        result can then differ from a fresh accountant's by FFT rounding only.
+        """
+        parts: list = []
+        _flatten(event, 1, parts)
+        pairs = [(pld_pair(sub), n) for sub, n in parts]
+        if self._has_rdp() or any(pair is None for pair, _ in pairs):
+            return float(self.copy().compose(event).get_epsilon(delta))
+        delta = val.check_open_unit("delta", delta)
+        h, tail = self.discretization, self.tail_mass
+        after = {}
+        for direction, current in self._plds(True).items():
+            steps = [
+                _composed_pld(family, rate, direction if rate < 1.0 else REMOVE, n, h, tail, True)
+                for (family, rate), n in pairs
+            ]
+            after[direction] = _compose_all([current, *steps], h, tail, True)
+        self._pending = (event, after)
+        return float(max(p.get_epsilon(delta) for p in after.values()))
 
     def copy(self) -> PLDAccountant:
         other = PLDAccountant.__new__(PLDAccountant)
@@ -614,6 +645,7 @@ class PLDAccountant:
         other._rdp_part = self._rdp_part.copy()
         other._rdp_events, other._pld_events = Counter(self._rdp_events), Counter(self._pld_events)
         other._cache = None if self._cache is None else dict(self._cache)  # the PLDs are immutable
+        other._pending = None
         return other
 
     # -- the composed PLDs -----------------------------------------------------------------
