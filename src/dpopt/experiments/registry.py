@@ -126,3 +126,10 @@ register(Experiment(
     parallel=False,
     requires=("matplotlib", "sklearn"),
 ))
+register(Experiment(
+    "chen2020-nn",
+    "Chen & Lee (2020) §5.7: DP-BLSGD, DP-SGD and DP-Adam training networks at equal per-iteration RDP",
+    "dpopt.experiments.chen2020_nn",
+    requires=("matplotlib", "torch"),
+    extra="torch",
+))
