@@ -257,16 +257,29 @@ def run_block(cfg: Config, comm, shards: list, state: NodeState, stop: int, roun
         all_active, edges = _plan(cfg, public)
         is_active = all_active[:, nodes]
         messages = state.z.copy()
-        for k in np.flatnonzero(is_active.any(axis=0)).tolist():
-            reps = np.flatnonzero(is_active[:, k])
-            X, y = shards[k]
-            if cfg.batch == 1:  # one record uniformly (Algorithm 1 line 6): the size-1 fixed-size sample
-                idx = state.sampling[k].integers(cfg.sizes[int(nodes[k])], size=(len(reps), 1))
-            else:
-                idx = samplers[k].indices(state.sampling[k], repetitions=len(reps))
-            g = clipped_mean_subgradient(X, y, idx, state.x[reps, k], cfg.loss, cfg.lipschitz)
-            zeta = g if sessions is None else sessions[k].release(g, t)
-            messages[reps, k] = state.z[reps, k] + a_t * zeta
+        senders = np.flatnonzero(is_active.any(axis=0))
+        if len(senders):
+            reps_of = [np.flatnonzero(is_active[:, k]) for k in senders.tolist()]
+            draws = []
+            for k, reps in zip(senders.tolist(), reps_of, strict=True):  # each node's own sampling stream
+                if cfg.batch == 1:  # one record uniformly (Algorithm 1 line 6): the size-1 fixed-size sample
+                    draws.append(state.sampling[k].integers(cfg.sizes[int(nodes[k])], size=(len(reps), 1)))
+                else:
+                    draws.append(samplers[k].indices(state.sampling[k], repetitions=len(reps)))
+            rows = np.concatenate([shards[k][0][idx] for k, idx in zip(senders.tolist(), draws, strict=True)])
+            labels = np.concatenate([shards[k][1][idx] for k, idx in zip(senders.tolist(), draws, strict=True)])
+            rr = np.concatenate(reps_of)
+            kk = np.repeat(senders, [len(r) for r in reps_of])
+            g = clipped_mean_subgradient(rows, labels, state.x[rr, kk], cfg.loss, cfg.lipschitz)
+            if sessions is not None:  # each node's noise stream, through its prepaid block
+                bounds = np.cumsum([0] + [len(r) for r in reps_of])
+                g = np.concatenate(
+                    [
+                        sessions[k].release(g[lo:hi], t)
+                        for k, lo, hi in zip(senders.tolist(), bounds[:-1], bounds[1:], strict=True)
+                    ]
+                )
+            messages[rr, kk] = state.z[rr, kk] + a_t * g
         # messages on the world's node axis: local ones, plus those received along sampled edges
         if everything_local:
             world = messages

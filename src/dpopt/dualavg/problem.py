@@ -31,15 +31,13 @@ def check_shard(X, y, node: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def clipped_mean_subgradient(
-    X: np.ndarray, y: np.ndarray, idx: np.ndarray, x: np.ndarray, loss: MarginLoss, clip: float
+    rows: np.ndarray, labels: np.ndarray, x: np.ndarray, loss: MarginLoss, clip: float
 ) -> np.ndarray:
     """Mean over the batch of per-record subgradients clipped to ‖·‖ ≤ ``clip``; (k, d).
 
-    ``idx`` (k, b): record indices of k draws of b records; ``x`` (k, d): the
-    point of each draw.  Algorithm 1 step 6 with b = 1.
+    ``rows`` (k, b, d), ``labels`` (k, b): k draws of b records each (from
+    any nodes); ``x`` (k, d): the point of each draw.  Algorithm 1 step 6 with b = 1.
     """
-    rows = X[idx]  # (k, b, d)
-    labels = y[idx]  # (k, b)
     margins = labels * np.einsum("kbd,kd->kb", rows, x)
     g = (loss.dloss(margins) * labels)[..., None] * rows
     norms = np.sqrt(np.einsum("kbd,kbd->kb", g, g))
