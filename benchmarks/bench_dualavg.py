@@ -112,7 +112,8 @@ def main() -> None:
             for iota in (0.1, 1.0):
                 rate = simulate(n, d, rounds, iota)
                 print(
-                    f"  n={n:5d} d={d:5d} iota={iota:<4}: {rate:9.1f} rounds/s  ({rounds} rounds in {rounds / rate:6.2f} s)"
+                    f"  n={n:5d} d={d:5d} iota={iota:<4}: {rate:9.1f} rounds/s  "
+                    f"({rounds} rounds in {rounds / rate:6.2f} s)"
                 )
         if args.skip_mpi:
             return
