@@ -104,3 +104,12 @@ def test_bad_input(shards):
         dualavg.minimize([(s[0], s[1] * 2) for s in shards])
     with pytest.raises(ValueError, match="not both"):
         dualavg.minimize(shards, epsilon=1.0, sigma=1.0)
+
+
+def test_hidden_activation_is_a_conditional_guarantee_with_more_amplification(shards):
+    kw = dict(epsilon=1.0, iota=0.5, rounds=50, seed=2, strength=0.05, gamma=1.0)
+    visible = dualavg.minimize(shards, **kw)
+    hidden = dualavg.minimize(shards, activation_visible=False, **kw)
+    assert visible.guarantee == "exact" and hidden.guarantee == "conditional"
+    assert "CONDITIONAL" in hidden.notes
+    assert hidden.info["sigma"] < visible.info["sigma"]

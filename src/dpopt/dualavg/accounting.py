@@ -107,18 +107,36 @@ def theorem1_delta(epsilon: float, delta0: float, *, local_samples: int, steps: 
 
 
 def round_event(
-    sigma: float, *, lipschitz: float, local_samples: int, activation_rate: float, batch: int = 1
+    sigma: float,
+    *,
+    lipschitz: float,
+    local_samples: int,
+    activation_rate: float,
+    batch: int = 1,
+    activation_visible: bool = True,
 ) -> ev.Event:
-    """One round of one node (see the module docstring)."""
+    """One round of one node (see the module docstring).
+
+    ``activation_visible=False`` is the paper's model (Lemma 4.2): the
+    adversary cannot tell whether a node was active, so a record is used with
+    probability p·b/q and, given that, the rest of the round has the same law
+    under both neighbours — ``Subsampled(Gaussian, p·b/q, "without_replacement")``
+    by the same theorem.  It holds only if inactive rounds are indistinguishable
+    from active ones on the wire, which Algorithm 1 (inactive nodes send
+    nothing) does not provide: a *conditional* guarantee.
+    """
     L = val.check_positive("lipschitz", lipschitz)
     q = val.check_int("local_samples", local_samples)
     b = val.check_int("batch", batch)
     if b > q:
         raise ValueError(f"batch must be <= local_samples={q}, got {b}")
     event: ev.Event = ev.Gaussian(val.check_positive("sigma", sigma), 2.0 * L / b)
+    rate = val.check_rate("activation_rate", activation_rate)
+    if not activation_visible:
+        joint = rate * b / q
+        return event if joint == 1.0 else ev.Subsampled(event, joint, ev.WITHOUT_REPLACEMENT)
     if b < q:
         event = ev.Subsampled(event, b / q, ev.WITHOUT_REPLACEMENT)
-    rate = val.check_rate("activation_rate", activation_rate)
     return event if rate == 1.0 else ev.Activated(event, rate)
 
 

@@ -31,6 +31,11 @@ _NOTES = (
     "q records without replacement, clipped to L, Gaussian noise (Wang-Balle-Kasiviswanathan 2019 Thm 9)."
 )
 
+_HIDDEN = (
+    "CONDITIONAL: accounted as in liu2024 Lemma 4.2, with node activation hidden from the adversary (a record "
+    "is used with probability iota*b/q); this does not hold if an observer can see which nodes send."
+)
+
 
 def _shard_source(shards, sizes):
     if callable(shards):
@@ -65,6 +70,7 @@ def minimize(
     rounds: int | None = None,
     epochs: float = 3.0,
     batch: int = 1,
+    activation_visible: bool = True,
     loss: str = "hinge",
     repetitions: int | None = None,
     seed=None,
@@ -88,6 +94,9 @@ def minimize(
     with per-step ``delta0``); ``sigma`` fixes σ directly; neither → the
     non-private run (σ = 0).  ``iota = 1`` is the all-active baseline [19].
     ``schedule``/``gamma`` default to §5.2 (ℓ2) and §5.3 (ℓ1).
+    ``activation_visible=False`` accounts as the paper does (activation hidden
+    from the adversary, amplification by ι·b/q); the result's guarantee is then
+    ``"conditional"`` on that assumption (see :func:`.accounting.round_event`).
     ``rounds`` defaults to ``epochs`` passes: ⌈epochs·Σq_i/(⌈nι⌉·b)⌉.
     ``backend="mpi"`` runs one node per rank (``mpiexec -n n``); with
     ``checkpoint_dir`` the state is saved every ``checkpoint_every`` rounds and
@@ -129,7 +138,9 @@ def minimize(
 
     # ---- noise level and the privacy record ------------------------------------------------
     p = m / n if activation == "fixed" else iota
-    kw = dict(lipschitz=lipschitz, activation_rate=p, batch=batch)
+    if not isinstance(activation_visible, bool):
+        raise TypeError("activation_visible must be True or False")
+    kw = dict(lipschitz=lipschitz, activation_rate=p, batch=batch, activation_visible=activation_visible)
     report = None
     if epsilon is not None and sigma is not None:
         raise ValueError("give epsilon (calibrated noise) or sigma (fixed noise), not both")
@@ -276,11 +287,11 @@ def minimize(
         x=x_out,
         fun=f_out,
         method=method,
-        guarantee="exact",
+        guarantee="exact" if activation_visible else "conditional",
         nit=rounds,
         trajectory=traj,
         info=info,
-        notes=_NOTES,
+        notes=_NOTES if activation_visible else f"{_NOTES} {_HIDDEN}",
     )
 
 
