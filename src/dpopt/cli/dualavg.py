@@ -52,6 +52,11 @@ def _add_arguments(p) -> None:
     p.add_argument("--checkpoint-every", type=int)
     p.add_argument("--resume", action="store_true")
     p.add_argument("--out", help="write the JSON summary here")
+    p.add_argument(
+        "--report-objective",
+        action="store_true",
+        help="also print and save F(x_bar), computed from every shard outside the guarantee (non-private)",
+    )
 
 
 def register(sub) -> None:
@@ -143,7 +148,7 @@ def run(args, argv=None) -> int:
     summary = {
         "method": res.method,
         "x": np.asarray(res.x).tolist(),
-        "objective_nonprivate": res.fun,
+        "objective_nonprivate": res.fun if args.report_objective else None,
         "rounds": res.nit,
         "sigma": res.info["sigma"],
         "noise_report": res.info["noise_report"],
@@ -156,7 +161,8 @@ def run(args, argv=None) -> int:
         with open(tmp, "w") as f:
             f.write(text)
         os.replace(tmp, args.out)
-    print(f"{res.method}: F(x_bar) = {res.fun:.6g} after {res.nit} rounds, sigma = {res.info['sigma']:.6g}", end="")
+    shown = f"F(x_bar) = {res.fun:.6g} (non-private diagnostic) " if args.report_objective else ""
+    print(f"{res.method}: {shown}after {res.nit} rounds, sigma = {res.info['sigma']:.6g}", end="")
     print(
         "" if res.guarantee == "none" else f", (epsilon, delta) = ({res.epsilon:.6g}, {res.delta:g}) per record holder"
     )

@@ -1,0 +1,39 @@
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from dpopt.cli import main
+
+ARGS = ["--synthetic", "20", "--nodes", "3", "--dim", "4", "--rounds", "30", "--epsilon", "1", "--iota", "1",
+        "--seed", "4"]  # fmt: skip
+
+
+def test_dualavg_command_writes_a_private_summary(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    assert main(["dualavg", *ARGS, "--out", str(out)]) == 0
+    summary = json.loads(out.read_text())
+    assert summary["method"] == "dda-all-active" and summary["objective_nonprivate"] is None
+    assert summary["privacy"]["relation"] == "replace_one"
+    assert "non-private" not in capsys.readouterr().out
+    assert main(["dualavg", *ARGS, "--out", str(out), "--report-objective"]) == 0
+    assert json.loads(out.read_text())["objective_nonprivate"] > 0
+
+
+def test_dualavg_command_needs_data():
+    assert main(["dualavg", "--epsilon", "1"]) == 2
+
+
+def test_dpopt_dualavg_backend_mpi_launches_mpiexec(tmp_path):
+    pytest.importorskip("mpi4py", reason="the MPI back end needs the dpopt[mpi] extra")
+    if shutil.which("mpiexec", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")) is None:
+        pytest.skip("mpiexec (MPICH wheel of dpopt[mpi]) is not on PATH")
+    out, sim = tmp_path / "mpi.json", tmp_path / "sim.json"
+    cmd = [sys.executable, "-m", "dpopt", "dualavg", "--backend", "mpi", *ARGS, "--out", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert main(["dualavg", *ARGS, "--out", str(sim)]) == 0
+    assert json.loads(out.read_text())["x"] == json.loads(sim.read_text())["x"]
