@@ -375,31 +375,11 @@ def dp_gd_target() -> AuditTarget:
     """
     steps, step_epsilon, clip, lr = DP_GD_SETTING
 
-    def run_dp_gd(data, repetitions, rng):
-        X, y = data
-        ledger = Ledger(steps * step_epsilon)
-        w = np.zeros((repetitions, X.shape[1]))
-        for _ in range(steps):
-            noisy = mech.laplace(
-                clipped_gradient_sum(w, X, y, clip, "l1"),
-                sensitivity=clip,
-                ledger=ledger,
-                rng=rng,
-                epsilon=step_epsilon,
-            )
-            w = w - lr * noisy
-        return w, ledger
+    def release(w, X, y, ledger, rng, repetitions):
+        gradient = clipped_gradient_sum(w, X, y, clip, "l1")
+        return mech.laplace(gradient, sensitivity=clip, ledger=ledger, rng=rng, epsilon=step_epsilon)
 
-    data, neighbour = worst_case_logistic_data()
-    return AuditTarget(
-        "dp-gd-laplace",
-        run_dp_gd,
-        data,
-        neighbour,
-        classifier="linear",
-        statistic_name="last iterate",
-        samples=200_000,
-    )
+    return _descent_target("dp-gd-laplace", steps, lr, lambda: Ledger(steps * step_epsilon), release)
 
 
 #: DP-SGD target: steps T, Poisson rate q, L2 clipping bound C, learning rate, (ε, δ).
@@ -420,33 +400,31 @@ def dp_sgd_target() -> AuditTarget:
         epsilon, delta, steps=steps, rate=rate, sensitivity=clip
     )
 
-    def run_dp_sgd(data, repetitions, rng):
+    def release(w, X, y, ledger, rng, repetitions):
+        mask = sampler.mask(X.shape[0], rng, repetitions)
+        gradient = clipped_gradient_sum(w, X, y, clip, "l2", mask)
+        return mech.gaussian(gradient, sensitivity=clip, ledger=ledger, rng=rng, sigma=sigma, sampler=sampler)
+
+    return _descent_target("dp-sgd", steps, lr, lambda: Ledger(epsilon, delta, "rdp"), release)
+
+
+def _descent_target(name: str, steps: int, lr: float, new_ledger, release) -> AuditTarget:
+    """``steps`` steps w ← w − η·release(w, X, y, ledger, rng, R) from w = 0 on the worst-case logistic data.
+
+    ``release`` is one private gradient release (it charges ``ledger``); the last iterate is the output.
+    """
+
+    def run(data, repetitions, rng):
         X, y = data
-        ledger = Ledger(epsilon, delta, "rdp")
+        ledger = new_ledger()
         w = np.zeros((repetitions, X.shape[1]))
         for _ in range(steps):
-            mask = sampler.mask(X.shape[0], rng, repetitions)
-            noisy = mech.gaussian(
-                clipped_gradient_sum(w, X, y, clip, "l2", mask),
-                sensitivity=clip,
-                ledger=ledger,
-                rng=rng,
-                sigma=sigma,
-                sampler=sampler,
-            )
-            w = w - lr * noisy
+            w = w - lr * release(w, X, y, ledger, rng, repetitions)
         return w, ledger
 
     data, neighbour = worst_case_logistic_data()
-    return AuditTarget(
-        "dp-sgd",
-        run_dp_sgd,
-        data,
-        neighbour,
-        classifier="linear",
-        statistic_name="last iterate",
-        samples=200_000,
-    )
+    return AuditTarget(name, run, data, neighbour, classifier="linear", statistic_name="last iterate",
+                       samples=200_000)  # fmt: skip
 
 
 def _family_target(path: str, *args, **kwargs) -> Callable[[], AuditTarget]:

@@ -65,7 +65,7 @@ import math
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
@@ -80,7 +80,7 @@ from ..report.figures import pyplot, save_figure
 from ..report.files import write_csv
 from ..report.markup import Section, details_html, list_html, table_html
 from ..report.privacy import privacy_section
-from .framework import PaperExperiment, ReportParts, Task, execute, task_seed
+from .framework import PaperExperiment, ReportParts, Task, execute, result_fields, task_seed
 
 __all__ = [
     "Config",
@@ -216,16 +216,8 @@ class Chen2020Run:
     notes: dict = field(default_factory=dict)  # what the Data section lists: data sets used, what was skipped
 
     def to_dict(self) -> dict:
-        return {
-            "config": asdict(self.config),
-            "summary": self.summary,
-            "comparison": self.comparison,
-            "text": self.text,
-            "seconds": self.seconds,
-            "paths": {k: str(v) for k, v in self.paths.items()},
-            "figures": {k: str(v) for k, v in self.figures.items()},
-            "datasets": self.datasets,
-        }
+        return {**result_fields(self), "summary": self.summary, "comparison": self.comparison,
+                "datasets": self.datasets}
 
 
 # -- data ---------------------------------------------------------------------------------

@@ -61,7 +61,11 @@ from ..report.layout import reproduce_command, run_section, write_experiment_rep
 from ..report.markup import Section
 from ._blas import single_threaded_blas
 
-__all__ = ["Task", "task_seed", "execute", "PaperExperiment", "ReportParts", "sigterm_as_interrupt"]
+__all__ = ["Task", "task_seed", "execute", "PaperExperiment", "ReportParts", "sigterm_as_interrupt", "result_fields"]
+
+#: What the report's file list says about ``privacy/`` unless the paper says otherwise.
+PRIVACY_FILES = ("each method's privacy record: ε, notion, relation and event log "
+                 "(`dpopt account --events FILE` re-derives ε from it)")  # fmt: skip
 
 Progress = Callable[[int, int, str], None]
 
@@ -323,5 +327,17 @@ class PaperExperiment:
             run=run_section(command=command, config=asdict(config), seconds=result.seconds, paragraphs=parts.about),
             verdict=parts.verdict,
             figures=figures_section({parts.captions.get(k, k): p for k, p in figures.items()}, [parts.figure_note]),
-            summary=parts.summary, data=parts.data, privacy=parts.privacy, extra=parts.extra, files=parts.files,
+            summary=parts.summary, data=parts.data, privacy=parts.privacy, extra=parts.extra,
+            files={"privacy/": PRIVACY_FILES, **parts.files},
         )  # fmt: skip
+
+
+def result_fields(result) -> dict:
+    """The JSON-ready fields every experiment result has: configuration, text, seconds, written files."""
+    return {
+        "config": asdict(result.config),
+        "text": result.text,
+        "seconds": result.seconds,
+        "paths": {k: str(v) for k, v in result.paths.items()},
+        "figures": {k: str(v) for k, v in result.figures.items()},
+    }

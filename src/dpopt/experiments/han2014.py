@@ -75,6 +75,13 @@ SUMMARY_COLUMNS = (
     "method", "sweep", "value", "objective_mean", "objective_std", "optimum", "objective_sem",
     "runs", "c", "m", "mcmc_acceptance", "mcmc_rhat", "seconds",
 )  # fmt: skip
+#: The files beside the report and what they hold (privacy/ is described by the framework).
+FILES = {
+    "summary.csv": "long form: one row per (method, sweep, value) with mean, std and s.e. of the objective",
+    "runs.csv": "the objective of every run",
+    "iterations.csv": "Fig. 1: private and non-private subgradient method against the number of iterations",
+    "subgradient_outputs.csv": "averaged vs last iterate of the private subgradient method (paired runs)",
+}
 
 
 @dataclass(frozen=True)
@@ -385,15 +392,6 @@ def _finish(fig, ax, path: Path, ylabel: str) -> Path:
     ax.legend(fontsize=8)
     return save_figure(fig, path, dpi=120)
 
-
-FILES = {
-    "summary.csv": "long form: one row per (method, sweep, value) with mean, std and s.e. of the objective",
-    "runs.csv": "the objective of every run",
-    "iterations.csv": "Fig. 1: private and non-private subgradient method against the number of iterations",
-    "subgradient_outputs.csv": "averaged vs last iterate of the private subgradient method (paired runs)",
-    "privacy/": "this mechanism's privacy record: ε, notion, relation and event log "
-    "(`dpopt account --events FILE` re-derives ε from it)",
-}
 
 
 def _report(result: Han2014Run, quick: bool) -> ReportParts:

@@ -41,7 +41,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
 
@@ -57,7 +57,7 @@ from ..report.figures import pyplot, save_figure
 from ..report.files import write_csv
 from ..report.markup import Section, details_html, list_html, table_html
 from ..report.privacy import privacy_section, write_privacy_records
-from .framework import PaperExperiment, ReportParts, Task, execute, task_seed
+from .framework import PaperExperiment, ReportParts, Task, execute, result_fields, task_seed
 
 __all__ = ["Config", "FULL", "QUICK", "Kuru2022Run", "run", "METHODS", "SUMMARY_COLUMNS"]
 
@@ -65,6 +65,13 @@ __all__ = ["Config", "FULL", "QUICK", "Kuru2022Run", "run", "METHODS", "SUMMARY_
 METHODS = ("dp-gd", "dp-nag", "dp-masg", "dp-hb", "dp-nag-opt", "dp-masg-opt")
 ACCELERATED = ("dp-hb", "dp-nag", "dp-nag-opt", "dp-masg", "dp-masg-opt")
 SUMMARY_COLUMNS = ("method", "m", "T", "c", "final_error_mean", "final_error_std")
+#: The files beside the report and what they hold (privacy/ is described by the framework).
+FILES = {
+    "summary.csv": "long form: final error F(x_T) − F* (mean, std) per (method, m, T, c)",
+    "runs.csv": "the same with T', median, quartiles, ε spent, events and seconds per grid point",
+    "trajectories.csv": "mean, std and 10/90 % quantiles of F(x_t) − F* on a grid of iterations t",
+    "summary.md": "the summary tables and the verdict as Markdown",
+}
 LABELS = {
     "dp-gd": "DP-GD",
     "dp-hb": "DP-HB",
@@ -127,18 +134,8 @@ class Kuru2022Run:
         return [{k: row[k] for k in SUMMARY_COLUMNS} for row in self.rows]
 
     def to_dict(self) -> dict:
-        return {
-            "config": asdict(self.config),
-            "f_star": self.f_star,
-            "summary": self.summary_rows,
-            "claims": self.claims,
-            "text": self.text,
-            "seconds": self.seconds,
-            "cpu_seconds": self.cpu_seconds,
-            "paths": {k: str(v) for k, v in self.paths.items()},
-            "figures": {k: str(v) for k, v in self.figures.items()},
-            "problem": self.problem,
-        }
+        extra = {"f_star": self.f_star, "summary": self.summary_rows, "claims": self.claims}
+        return {**result_fields(self), **extra, "cpu_seconds": self.cpu_seconds, "problem": self.problem}
 
 
 # --------------------------------------------------------------------------- problem and F*
@@ -482,15 +479,6 @@ def _figure_masg(path: Path) -> Path:
 
 # --------------------------------------------------------------------------- entry point
 
-
-FILES = {
-    "summary.csv": "long form: final error F(x_T) − F* (mean, std) per (method, m, T, c)",
-    "runs.csv": "the same with T', median, quartiles, ε spent, events and seconds per grid point",
-    "trajectories.csv": "mean, std and 10/90 % quantiles of F(x_t) − F* on a grid of iterations t",
-    "summary.md": "the summary tables and the verdict as Markdown",
-    "privacy/": "this method's privacy record: ε, notion, relation and event log "
-    "(`dpopt account --events FILE` re-derives ε from it)",
-}
 
 
 def _privacy_records(results: list[dict], config: Config) -> tuple[dict, tuple]:
