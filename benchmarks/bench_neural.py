@@ -104,10 +104,11 @@ def make_step(model_name: str, mode: str):
     rng = np.random.default_rng(0)
     gen = torch.Generator().manual_seed(0)
 
+    # batch_rate 1 on these 256 records: the gradient and the search see exactly the batch
+    oracle = make_oracle(model, ledger=Ledger(1e9, 1e-5, "rdp"), rng=rng, rate=1.0, clip=CLIP, hyper=hyper,
+                         n_public=BATCH)
+
     def step():
-        # batch_rate 1 on these 256 records: the gradient and the search see exactly the batch
-        ledger = Ledger(1e9, 1e-5, "rdp")
-        oracle = make_oracle(model, ledger=ledger, rng=rng, rate=1.0, clip=CLIP, hyper=hyper)
         run(model, method, oracle=oracle, generator=gen, steps=1, z=NOISE, hyper=hyper)
     return step
 

@@ -132,12 +132,34 @@ def _sq(grads) -> torch.Tensor:
 
 
 class _Conv2dRule(_MatmulRule):
-    """Conv2d as a Linear over unfolded patches: a → (batch, C_in·k_h·k_w, L), b → (batch, C_out, L)."""
+    """Conv2d as a Linear over unfolded patches: a → (batch, C_in·k_h·k_w, L), b → (batch, C_out, L).
+
+    When materializing is the cheaper way to the norms (L² > C_in·k_h·k_w·C_out, the usual case for
+    early layers), the per-example weight gradients come from one grouped convolution backward with
+    the batch as groups (no unfold: about half the time of unfold + bmm on CPU); the ghost norm
+    otherwise uses the unfolded patches.
+    """
 
     def tokens(self, a, b):
         m = self.layer
         u = F.unfold(a, m.kernel_size, dilation=m.dilation, padding=m.padding, stride=m.stride)
         return u, b.reshape(b.shape[0], b.shape[1], -1)
+
+    def prepare(self, a, b) -> dict:
+        m = self.layer
+        tokens = b.shape[2] * b.shape[3]
+        din = m.in_channels * m.kernel_size[0] * m.kernel_size[1]
+        if not self.has_weight or tokens * tokens <= din * m.out_channels:
+            return super().prepare(a, b)
+        n = a.shape[0]
+        weight = m.weight.detach().repeat(n, 1, 1, 1)
+        grads = torch.ops.aten.convolution_backward(
+            b.reshape(1, n * b.shape[1], *b.shape[2:]), a.reshape(1, n * a.shape[1], *a.shape[2:]), weight,
+            None, m.stride, m.padding, m.dilation, False, (0, 0), n, (False, True, False))[1]
+        out = [grads.reshape((n,) + m.weight.shape)]
+        if self.has_bias:
+            out.append(b.sum((2, 3)))
+        return {"a": None, "b": None, "grads": out}
 
 
 class _MaterializeRule:
