@@ -61,7 +61,8 @@ from ..report.layout import reproduce_command, run_section, write_experiment_rep
 from ..report.markup import Section
 from ._blas import single_threaded_blas
 
-__all__ = ["Task", "task_seed", "execute", "PaperExperiment", "ReportParts", "sigterm_as_interrupt", "result_fields"]
+__all__ = ["Task", "task_seed", "execute", "PaperExperiment", "ReportParts", "sigterm_as_interrupt", "result_fields",
+           "progress_counter"]
 
 #: What the report's file list says about ``privacy/`` unless the paper says otherwise.
 PRIVACY_FILES = ("each method's privacy record: ε, notion, relation and event log "
@@ -185,6 +186,19 @@ def execute(
         raise
     pool.shutdown()
     return results
+
+
+def progress_counter(progress: Progress | None, total: int) -> Callable[[str], None]:
+    """For work done in sequence without :func:`execute`: ``step(label)`` reports the next of ``total`` steps."""
+    done = 0
+
+    def step(label: str) -> None:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(done, total, label)
+
+    return step
 
 
 def _quiet_while_forking(progress):
@@ -326,7 +340,8 @@ class PaperExperiment:
             path, parts.title,
             run=run_section(command=command, config=asdict(config), seconds=result.seconds, paragraphs=parts.about),
             verdict=parts.verdict,
-            figures=figures_section({parts.captions.get(k, k): p for k, p in figures.items()}, [parts.figure_note]),
+            figures=figures_section({parts.captions.get(k, k): p for k, p in figures.items()},
+                                    [parts.figure_note] if parts.figure_note else []),
             summary=parts.summary, data=parts.data, privacy=parts.privacy, extra=parts.extra,
             files={"privacy/": PRIVACY_FILES, **parts.files},
         )  # fmt: skip

@@ -53,10 +53,8 @@ Outputs: ``summary.csv`` (long form, API.md's columns), ``likelihood.csv``,
 from __future__ import annotations
 
 import math
-import time
 import warnings
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.linalg import cho_solve, cholesky
@@ -67,26 +65,12 @@ from .._validation import check_int
 from ..bayesopt import CandidateSet, FiniteGP, kernel_matrix, optimize, run_ucb
 from ..privacy import Ledger
 from ..privacy import mechanisms as mech
-from ..report import (
-    Section,
-    atomic_output,
-    check_output_dir,
-    details_html,
-    figures_section,
-    list_html,
-    pre_html,
-    privacy_section,
-    pyplot,
-    reproduce_command,
-    run_section,
-    save_figure,
-    table_html,
-    write_csv,
-    write_experiment_report,
-    write_privacy_records,
-    written_files,
-)
+from ..report.figures import pyplot, save_figure
+from ..report.files import write_csv
+from ..report.markup import Section, details_html, list_html, pre_html, table_html
+from ..report.privacy import privacy_section, write_privacy_records
 from ._blas import single_threaded_blas
+from .framework import PaperExperiment, ReportParts, progress_counter
 
 __all__ = ["Config", "QUICK", "FULL", "Kusner2015Run", "run", "METHODS", "SUMMARY_COLUMNS"]
 
@@ -400,21 +384,16 @@ FILES = {
 }
 
 
-def _report(tmp, result: Kusner2015Run, figures: dict):
+def _report(result: Kusner2015Run, quick: bool) -> ReportParts:
     config = result.config
     best = result.best_k1()
     increasing = all(a <= b for a, b in zip(list(best.values()), list(best.values())[1:], strict=False))
     ml = [h["k1_ml"] for h in result.hyper]
     ml_increasing = all(a <= b for a, b in zip(ml, ml[1:], strict=False))
-    quick = config == replace(QUICK, seed=config.seed)
-    run = run_section(
-        command=reproduce_command("kusner2015", config, quick=QUICK, full=FULL, seed=config.seed),
-        config=asdict(config), seconds=result.seconds,
-        paragraphs=["Data: UCI Adult (48,842 rows, embedded), the largest offline real tabular set with at least "
+    about = (["Data: UCI Adult (48,842 rows, embedded), the largest offline real tabular set with at least "
                     "30,000 rows; the paper's Forest cover type is not available offline. Choices the paper "
                     "leaves open are listed in the module docstring of dpopt.experiments.kusner2015."]
-        + (["This is the reduced --quick configuration: a smoke test, not the paper's numbers."] if quick else []),
-    )  # fmt: skip
+             + (["This is the reduced --quick configuration: a smoke test, not the paper's numbers."] if quick else []))
     verdict = Section(
         "Does the most likely k1(V, V') rise toward 1 as validation sets grow?",
         table_html([{"validation_size": h["validation_size"], "most_likely_k1_on_grid": best[h["validation_size"]],
@@ -444,56 +423,32 @@ def _report(tmp, result: Kusner2015Run, figures: dict):
         f"k1 = {config.k1}), alg3 and grid-expmech in the worst case. non-private-bo and random-search release "
         "without noise."])
     hyper = Section("Single-task GP hyper-parameters", table_html(result.hyper))
-    return write_experiment_report(
-        tmp / "report.html", "Reproduction of Kusner et al. (2015): differentially private Bayesian optimization",
-        run=run, verdict=verdict,
-        figures=figures_section(figures, paragraphs=["Each curve is shifted so that its maximum is 0."]),
-        summary=summary, data=data, privacy=privacy, extra=[hyper], files=FILES,
-    )  # fmt: skip
+    return ReportParts("Reproduction of Kusner et al. (2015): differentially private Bayesian optimization",
+                       about, verdict, summary, data, privacy, "Each curve is shifted so that its maximum is 0.",
+                       FILES, extra=[hyper])  # fmt: skip
 
 
-def run(
-    quick: bool = False,
-    out=None,
-    *,
-    config: Config | None = None,
-    seed: int | None = None,
-    progress: Callable[[int, int, str], None] | None = None,
-    jobs: int | None = None,
-) -> Kusner2015Run:
-    """Run both parts; with ``out`` write the CSVs, the figure and ``report.html`` there (all or nothing).
-
-    ``jobs`` is accepted for the common calling convention; the run is sequential.
-    """
-    if out is not None:
-        out = check_output_dir(out)
-    config = config or (QUICK if quick else FULL)
-    if seed is not None:
-        config = replace(config, seed=check_int("seed", seed, minimum=0))
-    start = time.perf_counter()
-    total = config.n_settings + len(config.validation_sizes) + config.seeds + 1 + len(config.epsilons)
-    done = []
-
-    def log(label: str) -> None:
-        done.append(label)
-        if progress is not None:
-            progress(len(done), total, label)
-
+def _compute(config: Config, *, jobs: int, progress) -> Kusner2015Run:
+    """Both parts in sequence (``jobs`` does not apply)."""
+    log = progress_counter(progress, config.n_settings + len(config.validation_sizes) + config.seeds + 1
+                           + len(config.epsilons))  # fmt: skip
     with single_threaded_blas():
         likelihood, hyper = _likelihood_part(config, log)
         runs, privacy, _ = _tuning_part(config, log)
-    result = Kusner2015Run(config, _summaries(config, likelihood, runs), likelihood, runs, hyper, privacy=privacy)
-    result.seconds = time.perf_counter() - start
-    if out is not None:
-        with atomic_output(out) as tmp:
-            write_csv(tmp / "summary.csv", result.summary, SUMMARY_COLUMNS)
-            write_csv(tmp / "likelihood.csv", likelihood)
-            write_csv(tmp / "hyper.csv", hyper)
-            write_csv(tmp / "tuning_runs.csv", runs)
-            write_privacy_records(tmp / "privacy", privacy)
-            figures = {"Figure 1: multi-task GP log-likelihood of k1(V, V')": _figure(
-                tmp / "fig1_likelihood.png", likelihood, config)}
-            _report(tmp, result, figures)
-            result.paths = written_files(tmp, out)
-        result.figures = {caption: out / p.name for caption, p in figures.items()}
-    return result
+    return Kusner2015Run(config, _summaries(config, likelihood, runs), likelihood, runs, hyper, privacy=privacy)
+
+
+def _write(result: Kusner2015Run, folder) -> dict:
+    write_csv(folder / "likelihood.csv", result.likelihood)
+    write_csv(folder / "hyper.csv", result.hyper)
+    write_csv(folder / "tuning_runs.csv", result.tuning_runs)
+    write_privacy_records(folder / "privacy", result.privacy)
+    return {"Figure 1: multi-task GP log-likelihood of k1(V, V')": _figure(
+        folder / "fig1_likelihood.png", result.likelihood, result.config)}
+
+
+#: kusner2015 on the shared skeleton: ``run(quick=False, out=None, *, config=None, seed=None, progress=None,
+#: jobs=None)`` runs both parts (sequentially; ``jobs`` is accepted for the common calling convention) and,
+#: with ``out``, writes the CSVs, the figure and ``report.html`` there (all or nothing).
+EXPERIMENT = PaperExperiment("kusner2015", FULL, QUICK, SUMMARY_COLUMNS, _compute, _write, _report)
+run = EXPERIMENT.run

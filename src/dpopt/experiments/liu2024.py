@@ -31,35 +31,21 @@ scikit-learn's SGDClassifier, which the paper used.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._validation import check_int
 from ..dualavg import minimize
 from ..dualavg.problem import objective
 from ..dualavg.prox import Regularizer
 from ..dualavg.shards import synthetic_shard
 from ..objectives import HingeLoss
-from ..report import (
-    Section,
-    atomic_output,
-    check_output_dir,
-    figures_section,
-    list_html,
-    privacy_section,
-    pyplot,
-    reproduce_command,
-    run_section,
-    save_figure,
-    table_html,
-    write_csv,
-    write_experiment_report,
-    write_privacy_records,
-    written_files,
-)
+from ..report.figures import pyplot, save_figure
+from ..report.files import write_csv
+from ..report.markup import Section, list_html, table_html
+from ..report.privacy import privacy_section, write_privacy_records
 from ._blas import single_threaded_blas
+from .framework import PaperExperiment, ReportParts, progress_counter
 
 __all__ = ["Config", "FULL", "QUICK", "run", "reference_minimum", "SUMMARY_COLUMNS"]
 
@@ -105,6 +91,10 @@ class Liu2024Run:
     paper_model: list = field(default_factory=list)
     paths: dict = field(default_factory=dict)
     text: str = ""
+    figures: dict = field(default_factory=dict)
+    claims: list = field(default_factory=list)
+    paper_noise: list = field(default_factory=list)
+    paper_privacy: dict = field(default_factory=dict)
 
 
 def _data(name: str, config: Config):
@@ -238,40 +228,18 @@ def _figure(path, summary, config: Config):
     return save_figure(fig, path, dpi=110)
 
 
-def run(
-    quick: bool = False,
-    out=None,
-    *,
-    config: Config | None = None,
-    seed: int | None = None,
-    progress: Callable[[int, int, str], None] | None = None,
-    jobs: int | None = None,
-) -> Liu2024Run:
-    """Run the grid; with ``out`` write the CSVs, the figure and ``report.html`` there (all or nothing).
-
-    ``jobs`` is accepted for the common calling convention; the run is sequential.
-    """
-    if out is not None:
-        out = check_output_dir(out)
-    config = config or (QUICK if quick else FULL)
-    if seed is not None:
-        config = replace(config, seed=check_int("seed", seed, minimum=0))
+def _compute(config: Config, *, jobs: int, progress) -> Liu2024Run:
+    """The grid under exact accounting and under the paper's model, in sequence (``jobs`` does not apply)."""
     start = time.perf_counter()
-    total = 2 * len(config.datasets) * len(config.regularizers) * len(config.epsilons) * len(config.settings)
-    done = []
-
-    def log(label: str) -> None:
-        done.append(label)
-        if progress is not None:
-            progress(len(done), total, label)
-
+    log = progress_counter(progress, 2 * len(config.datasets) * len(config.regularizers) * len(config.epsilons)
+                           * len(config.settings))  # fmt: skip
     with single_threaded_blas():
         summary, noise, privacy, optimum = _runs(config, log, visible=True)
         paper, paper_noise, paper_privacy, _ = _runs(config, log, visible=False)
     result = Liu2024Run(config, summary, noise, privacy, {f"{d}/{r}": v for (d, r), v in optimum.items()})
-    result.paper_model = paper
+    result.paper_model, result.paper_noise, result.paper_privacy = paper, paper_noise, paper_privacy
     result.seconds = time.perf_counter() - start
-    claims = ["Exact accounting (activation visible): " + c for c in _claims(summary, config)] + [
+    result.claims = ["Exact accounting (activation visible): " + c for c in _claims(summary, config)] + [
         "Paper's model (activation hidden, conditional): " + c for c in _claims(paper, config)
     ]
     result.text = "\n".join(
@@ -279,59 +247,64 @@ def run(
         + [f"  {r['method']:15s} {r['dataset']:9s} {r['regularizer']} eps={r['epsilon']:<4g} iota={r['iota']:<4g} "
            f"edges={r['edges']}: subopt {r['suboptimality_mean']:.4g} ± {r['suboptimality_std']:.2g}, "
            f"acc {r['accuracy_mean']:.3f}" for r in summary]
-        + claims
+        + result.claims
     )  # fmt: skip
-    if out is not None:
-        with atomic_output(out) as tmp:
-            write_csv(tmp / "summary.csv", summary, SUMMARY_COLUMNS)
-            write_csv(tmp / "summary_paper_model.csv", paper, SUMMARY_COLUMNS)
-            write_csv(tmp / "noise.csv", noise + paper_noise)
-            write_privacy_records(tmp / "privacy", {**privacy, **paper_privacy})
-            figures = {
-                "Suboptimality after the last epoch vs ε, exact accounting (mean ± std over seeds)": _figure(
-                    tmp / "fig_suboptimality.png", summary, config
-                ),
-                "The same under the paper's model (activation hidden; conditional guarantee)": _figure(
-                    tmp / "fig_suboptimality_paper_model.png", paper, config
-                ),
-            }
-            report_run = run_section(
-                command=reproduce_command("liu2024", config, quick=QUICK, full=FULL, seed=seed),
-                config=asdict(config), seconds=result.seconds,
-                paragraphs=["Substitutes for the paper's data: see Data. " + (
-                    "This is the reduced --quick configuration: a smoke test, not the paper's numbers."
-                    if quick else "")],
-            )  # fmt: skip
-            verdict = Section("Do the paper's claims hold here?", list_html(claims), paragraphs=[
-                "Claims (§5.2–5.3): a smaller activation ratio ι gives a smaller utility loss at equal ε; "
-                "Algorithm 1 beats the all-active [19] at every ε, with a wider gap at small ε.",
-                "Two accountings are run. Exact: an observer sees which nodes send, so node activation gives "
-                "no amplification beyond the expected number of active rounds (summary.csv). The paper's "
-                "model (Lemma 4.2): activation hidden, a record used with probability ι/q per round; valid only "
-                "under that assumption (summary_paper_model.csv, guarantee 'conditional')."])  # fmt: skip
-            write_experiment_report(
-                tmp / "report.html", "Reproduction of Liu, Johansson & Shi (2024): private distributed dual averaging",
-                run=report_run, verdict=verdict, figures=figures_section(figures),
-                summary=Section("Summary table (exact accounting)", table_html(summary, SUMMARY_COLUMNS)),
-                data=Section("Data", list_html([
-                    f"synthetic: {config.records} training and {config.test_records} test records, "
-                    f"d = {config.synthetic_dim}, dense unit-norm features (like epsilon; substitute).",
-                    "adult: UCI Adult rows, one-hot, scaled to unit norm (sparse census set; substitute for rcv1).",
-                    f"Split evenly at random over n = {config.nodes} nodes; F* by liblinear (ℓ2) / HiGHS LP (ℓ1): "
-                    + ", ".join(f"{k}: {v:.6g}" for k, v in result.optimum.items()),
-                ])),  # fmt: skip
-                privacy=privacy_section(privacy, paragraphs=[
-                    "Per record holder, replace-one: each record lives on one node, so its guarantee is that "
-                    "node's composed rounds (activation public; one of q records; Gaussian). noise.csv lists "
-                    "Theorem 1's σ (δ0 = 0.01) and the accountant's σ, and the ε each gives at δ."]),
-                extra=[
-                    Section("Summary table (paper's model, conditional)", table_html(paper, SUMMARY_COLUMNS)),
-                    Section("Noise levels", table_html(noise + paper_noise)),
-                ],
-                files={"summary.csv": "long form, API.md's columns (exact accounting)",
-                       "summary_paper_model.csv": "the same grid accounted as the paper does (conditional)",
-                       "noise.csv": "both σ's and their ε per run",
-                       "privacy": "one privacy record per run"},
-            )  # fmt: skip
-            result.paths = written_files(tmp, out)
     return result
+
+
+def _write(result: Liu2024Run, folder) -> dict:
+    write_csv(folder / "summary_paper_model.csv", result.paper_model, SUMMARY_COLUMNS)
+    write_csv(folder / "noise.csv", result.noise + result.paper_noise)
+    write_privacy_records(folder / "privacy", {**result.privacy, **result.paper_privacy})
+    return {
+        "Suboptimality after the last epoch vs ε, exact accounting (mean ± std over seeds)": _figure(
+            folder / "fig_suboptimality.png", result.summary, result.config
+        ),
+        "The same under the paper's model (activation hidden; conditional guarantee)": _figure(
+            folder / "fig_suboptimality_paper_model.png", result.paper_model, result.config
+        ),
+    }
+
+
+def _report(result: Liu2024Run, quick: bool) -> ReportParts:
+    config, summary, paper = result.config, result.summary, result.paper_model
+    verdict = Section("Do the paper's claims hold here?", list_html(result.claims), paragraphs=[
+        "Claims (§5.2–5.3): a smaller activation ratio ι gives a smaller utility loss at equal ε; "
+        "Algorithm 1 beats the all-active [19] at every ε, with a wider gap at small ε.",
+        "Two accountings are run. Exact: an observer sees which nodes send, so node activation gives "
+        "no amplification beyond the expected number of active rounds (summary.csv). The paper's "
+        "model (Lemma 4.2): activation hidden, a record used with probability ι/q per round; valid only "
+        "under that assumption (summary_paper_model.csv, guarantee 'conditional')."])  # fmt: skip
+    data = Section("Data", list_html([
+        f"synthetic: {config.records} training and {config.test_records} test records, "
+        f"d = {config.synthetic_dim}, dense unit-norm features (like epsilon; substitute).",
+        "adult: UCI Adult rows, one-hot, scaled to unit norm (sparse census set; substitute for rcv1).",
+        f"Split evenly at random over n = {config.nodes} nodes; F* by liblinear (ℓ2) / HiGHS LP (ℓ1): "
+        + ", ".join(f"{k}: {v:.6g}" for k, v in result.optimum.items()),
+    ]))  # fmt: skip
+    privacy = privacy_section(result.privacy, paragraphs=[
+        "Per record holder, replace-one: each record lives on one node, so its guarantee is that "
+        "node's composed rounds (activation public; one of q records; Gaussian). noise.csv lists "
+        "Theorem 1's σ (δ0 = 0.01) and the accountant's σ, and the ε each gives at δ."])  # fmt: skip
+    return ReportParts(
+        "Reproduction of Liu, Johansson & Shi (2024): private distributed dual averaging",
+        ["Substitutes for the paper's data: see Data. " + (
+            "This is the reduced --quick configuration: a smoke test, not the paper's numbers." if quick else "")],
+        verdict, Section("Summary table (exact accounting)", table_html(summary, SUMMARY_COLUMNS)), data, privacy,
+        figure_note="",
+        files={"summary.csv": "long form, API.md's columns (exact accounting)",
+               "summary_paper_model.csv": "the same grid accounted as the paper does (conditional)",
+               "noise.csv": "both σ's and their ε per run",
+               "privacy": "one privacy record per run"},
+        extra=[
+            Section("Summary table (paper's model, conditional)", table_html(paper, SUMMARY_COLUMNS)),
+            Section("Noise levels", table_html(result.noise + result.paper_noise)),
+        ],
+    )  # fmt: skip
+
+
+#: liu2024 on the shared skeleton: ``run(quick=False, out=None, *, config=None, seed=None, progress=None,
+#: jobs=None)`` runs the grid (sequentially; ``jobs`` is accepted for the common calling convention) and, with
+#: ``out``, writes the CSVs, the figures and ``report.html`` there (all or nothing).
+EXPERIMENT = PaperExperiment("liu2024", FULL, QUICK, SUMMARY_COLUMNS, _compute, _write, _report)
+run = EXPERIMENT.run
