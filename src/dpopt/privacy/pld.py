@@ -5,7 +5,7 @@ sets has the privacy loss L = log(dA/dB)(X), X ~ A, and hockey-stick curve
 
     δ(ε) = E_A[(1 − e^{ε−L})₊] + A(L = +∞)                         (1)
 
-(Meiser & Mohammadi 2018; Sommer, Meiser & Mohammadi 2019, Thm 1).
+(Meiser & Mohammadi 2018; Sommer, Meiser & Mohammadi 2019).
 Composition of independent mechanisms adds losses, so its PLD is the
 convolution of the PLDs; it is computed here by FFT on a grid of spacing h
 (Koskela, Jälkö & Honkela 2020), for the two neighbouring directions
@@ -19,7 +19,7 @@ Discretization, both ways:
   δ(ε) at the grid points.  δ is convex in e^ε, so the interpolation lies
   above the exact curve at every ε ∈ ℝ, i.e. the discrete pair dominates the
   mechanism and so does the composition of the discrete pairs (Zhu, Dong &
-  Wang 2022, Thm 9).  Mass cut off in the upper tail goes to +∞ (into δ),
+  Wang 2022, dominating pairs compose).  Mass cut off in the upper tail goes to +∞ (into δ),
   mass cut off in the lower tail moves up to the lowest kept atom.  The
   reported ε is an upper bound, up to floating-point rounding of the FFT
   (~1e-15 of the total mass per convolution).
@@ -34,16 +34,18 @@ The gap between the two is the discretization error the user sees
 Mechanisms with an exact PLD here (``Gaussian``, ``Laplace``,
 ``DiscreteLaplace``, ``DiscreteGaussian``, and pure ε-DP events ``PureDP``, ``Exponential``, ``VectorLaplace`` through
 the randomized-response pair that dominates every ε-DP mechanism, Kairouz,
-Oh & Viswanath 2015, Thm 2.2) and their ``Subsampled`` versions:
+Oh & Viswanath 2015) and their ``Subsampled`` versions:
 
 * Poisson sampling at rate q, add/remove-one: the "remove" pair is
   ((1−q)P₀ + qP₁, P₀) and the "add" pair is (P₀, (1−q)P₀ + qP₁), with P₀
   the mechanism's output without the record and P₁ with it (Zhu, Dong &
-  Wang 2022, Thm 11; the pairs dp-accounting uses);
+  Wang 2022, subsampling section; the pairs dp-accounting uses);
 * fixed-size sampling without replacement at rate m/n, replace-one: the
   same two pairs with (P₀, P₁) the base mechanism's replace-one pair
-  (Zhu, Dong & Wang 2022, Thm 10; Balle, Barthe & Gaboardi 2018, Thm 10 for
-  the resulting pure-DP bound log(1 + q(e^ε − 1))).
+  (Zhu, Dong & Wang 2022, subsampling without replacement; its pure-DP
+  case is Balle, Barthe & Gaboardi 2018's log(1 + q(e^ε − 1))).  Each pair
+  is composed over all steps and the worse of the two is reported, which
+  covers a pair that dominates only for ε ≥ 0 and its mirror for ε < 0.
 
 Everything else (``AboveThreshold``, subsampled compositions) is accounted by the RDP accountant and
 combined with the PLD part by basic composition at the best split of δ;
