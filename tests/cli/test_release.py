@@ -97,6 +97,8 @@ def _fit(folder, rows, options, capsys):
     code = main(["fit", "--data", "data.csv", "--target", "label", "--epsilon", "2", *options, *FIRST])
     out, err = capsys.readouterr()
     model = json.loads((folder / "model.json").read_text()) if code == 0 else None
+    # 40 rows at ε = 2 is below auto's learnable size: its utility warning is not a privacy warning
+    err = "".join(line for line in err.splitlines(keepends=True) if not line.startswith("dpopt fit: utility warning:"))
     return code, out, err, model
 
 

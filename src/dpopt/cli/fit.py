@@ -72,7 +72,10 @@ def register(sub) -> None:
         "dp-agd (need --delta > 0), objpert outpert",
     )
     p.add_argument("--model", default="logistic", metavar="KIND", help="logistic (default) or huber-svc")
-    p.add_argument("--regularization", type=float, default=1e-3, metavar="LAMBDA", help="L2 penalty mu (default 0.001)")
+    p.add_argument(
+        "--regularization", type=float, default=None, metavar="LAMBDA",
+        help="L2 penalty mu (default: 0.08*d/(n*epsilon) in [1e-5, 3e-3] for objpert, 0.001 otherwise)",
+    )
     p.add_argument("--seed", type=int, help="seed of the privacy noise (default: OS entropy, for real releases)")
     p.add_argument(
         "--out", type=Path, metavar="MODEL.json", help="where to save the model (default ./<data name>.model.json)"
@@ -127,9 +130,10 @@ def add_data_arguments(p) -> None:
     p.add_argument("--delimiter", default=",", help="CSV field delimiter (default ',')")
 
 
-def warn(command: str, message: str) -> None:
-    """A one-line warning on stderr (privacy warnings are shown even with ``--quiet``)."""
-    print(f"dpopt {command}: warning: {' '.join(message.split())}", file=sys.stderr)
+def warn(command: str, message: str, kind: str = "warning") -> None:
+    """A one-line warning on stderr, shown even with ``--quiet``: ``kind`` is "warning" for privacy
+    warnings and "utility warning" for a budget too small to learn at this size."""
+    print(f"dpopt {command}: {kind}: {' '.join(message.split())}", file=sys.stderr)
 
 
 def read_table(path: Path, delimiter: str) -> tuple[dict[str, np.ndarray], int]:
@@ -217,7 +221,8 @@ def _check_budget(args) -> tuple[str, float, float]:
     try:
         epsilon = check_positive("--epsilon", args.epsilon)
         delta = check_delta("--delta", args.delta)
-        check_nonnegative("--regularization", args.regularization)
+        if args.regularization is not None:
+            check_nonnegative("--regularization", args.regularization)
         if args.data_norm is not None:
             check_positive("--data-norm", args.data_norm)
     except ValueError as exc:
@@ -308,7 +313,7 @@ def load_encoded(args, command: str) -> tuple:
 
 
 def run(args) -> int:
-    from ..estimators import DPHuberSVC, DPLogisticRegression
+    from ..estimators import DPHuberSVC, DPLogisticRegression, UtilityWarning
     from ..estimators.persist import save_model
     from ..progress import Progress
 
@@ -340,7 +345,8 @@ def run(args) -> int:
         except ValueError as exc:
             raise UserError(" ".join(str(exc).split())) from None
     for w in caught:
-        warn("fit", str(w.message).replace("classes= (every", "--classes A,B,... (every"))
+        kind = "utility warning" if issubclass(w.category, UtilityWarning) else "warning"
+        warn("fit", str(w.message).replace("classes= (every", "--classes A,B,... (every"), kind)
     progress(1, 1, "fitted")
 
     record = estimator.privacy_record()

@@ -2,7 +2,7 @@
 
 from ._dispatch import ACCELERATED, LINESEARCH, METHODS
 from .bayes_search import DPBayesSearchCV
-from .linear import DPHuberSVC, DPLogisticRegression, PrivacyLeakWarning
+from .linear import DPHuberSVC, DPLogisticRegression, PrivacyLeakWarning, UtilityWarning
 from .neural import DPMLPClassifier
 from .persist import load_model, save_model
 
@@ -12,6 +12,7 @@ __all__ = [
     "DPBayesSearchCV",
     "DPMLPClassifier",
     "PrivacyLeakWarning",
+    "UtilityWarning",
     "METHODS",
     "ACCELERATED",
     "LINESEARCH",

@@ -23,14 +23,18 @@ __all__ = ["ACCELERATED", "LINESEARCH", "METHODS", "fit_linear", "needs_delta", 
 ACCELERATED = ("dp-gd", "dp-hb", "dp-nag", "dp-nag-opt", "dp-masg", "dp-masg-opt")
 #: chen2020 methods and their baselines: (ε, δ)-DP with δ > 0 except the pure ones below.
 LINESEARCH = ("dp-blsgd", "dp-blgd", "dp-blsgd-ac", "dp-sgd", "dp-agd", "objpert", "outpert")
-METHODS = ACCELERATED + LINESEARCH
+#: a constant predictor: the majority label chosen by the exponential mechanism (pure ε-DP).
+CONSTANT = ("majority",)
+METHODS = ACCELERATED + LINESEARCH + CONSTANT
 
 # Line-search-family methods that are pure ε-DP and run with delta = 0.
 _PURE_LINESEARCH = ("objpert", "outpert")
 
 
 # Methods whose guarantee refers to the replace-one relation (the rest: add/remove one record).
-_REPLACE_ONE = ACCELERATED + ("objpert", "outpert")
+# The private majority (exponential mechanism on the class counts) has sensitivity 1 under both
+# relations; it is listed here so that it shares the relation of the pure methods auto chooses from.
+_REPLACE_ONE = ACCELERATED + ("objpert", "outpert") + CONSTANT
 
 
 def needs_delta(method: str) -> bool:
@@ -96,7 +100,7 @@ def _run(method, loss, X, y, epsilon, delta, regularization, rng, params) -> DPR
         from .. import accelerated
 
         return accelerated.minimize(objective, np.zeros(d), epsilon, method, rng=rng, **options)
-    if method in LINESEARCH:
+    if method in LINESEARCH or method in CONSTANT:
         from ..linesearch import registry
         from ..linesearch.model import LinearModel
 

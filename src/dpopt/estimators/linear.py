@@ -51,6 +51,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import as_generator, check_delta, check_nonnegative, check_positive
 from ..result import Diagnostics
+from ._auto import choose as choose_auto
+from ._auto import objpert_regularization
 from ._budget import open_fit
 from ._dispatch import METHODS, fit_linear, needs_delta, notion_of, relation_of
 
@@ -58,6 +60,7 @@ __all__ = [
     "DPLogisticRegression",
     "DPHuberSVC",
     "PrivacyLeakWarning",
+    "UtilityWarning",
     "SKLEARN_DP_EXCEPTIONS",
 ]
 
@@ -92,6 +95,10 @@ SKLEARN_DP_EXCEPTIONS = {
 }
 
 
+class UtilityWarning(UserWarning):
+    """The budget is too small for the fit to learn much at this data size (the numbers say how small)."""
+
+
 class PrivacyLeakWarning(UserWarning):
     """A quantity was computed from the private data outside the privacy guarantee."""
 
@@ -112,7 +119,7 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         method="auto",
         data_norm=None,
         bounds=None,
-        regularization=1e-3,
+        regularization=None,
         fit_intercept=True,
         method_params=None,
         random_state=None,
@@ -139,12 +146,7 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
     # -- parameters -----------------------------------------------------------
     def _resolved_method(self) -> str:
         if self.method == "auto":
-            # Pure ε-DP: dp-nag-opt has an exact guarantee (objpert's holds for the exact
-            # minimizer only) and the best mean test accuracy on Adult over 30k/1k rows,
-            # ε = 0.1/1 and both losses (0.76 against objpert 0.69 and outpert 0.57, which
-            # falls below the majority class at 1k rows); at ε = 3-10 on 30k rows all three
-            # reach 0.81-0.83.
-            return "dp-blsgd" if self.delta > 0 else "dp-nag-opt"
+            return "auto"  # chosen in fit from the measured table (see _auto)
         if self.method not in METHODS:
             raise ValueError(f"method must be 'auto' or one of {list(METHODS)}, got {self.method!r}")
         return self.method
@@ -152,9 +154,10 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
     def _check_params(self) -> tuple[str, float, float]:
         epsilon = check_positive("epsilon", self.epsilon)
         delta = check_delta("delta", self.delta)
-        check_nonnegative("regularization", self.regularization)
+        if self.regularization is not None:
+            check_nonnegative("regularization", self.regularization)
         method = self._resolved_method()
-        if needs_delta(method) and delta == 0.0:
+        if method != "auto" and needs_delta(method) and delta == 0.0:
             raise ValueError(f"method {method!r} gives (epsilon, delta)-DP: set delta > 0 (e.g. 1e-6)")
         return method, epsilon, delta
 
@@ -252,10 +255,11 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         classes, disclosed = self._label_set(y)
         self._box_ = self._box(X.shape[1])
         disclosed += self._row_bound(X)
-        budget = open_fit(self.ledger, epsilon, delta, notion=notion_of(method, delta), relation=relation_of(method))
         # Binary: one problem, classes[1] positive.  K > 2: one-vs-rest, each on a child budget (ε/K, δ/K).
         positives = classes[1:] if len(classes) == 2 else classes
         Z = self._design(X)
+        method, regularization = self._plan(method, Z.shape, epsilon / len(positives), delta / len(positives))
+        budget = open_fit(self.ledger, epsilon, delta, notion=notion_of(method, delta), relation=relation_of(method))
         rng = as_generator(self.random_state)
         results = [
             fit_linear(
@@ -265,7 +269,7 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
                 np.where(y == positive, 1.0, -1.0),
                 epsilon=epsilon / len(positives),
                 delta=budget.delta / len(positives),
-                regularization=float(self.regularization),
+                regularization=regularization,
                 rng=rng,
                 params=dict(self.method_params or {}),
                 ledger=budget.share(len(positives)),
@@ -281,6 +285,8 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         else:
             self.coef_ = W / self.row_bound_
             self.intercept_ = np.zeros(len(results))
+        if method == "majority":  # a constant predictor: the privately chosen label's sign
+            self.intercept_ = np.array([float(r.info["constant_label"]) for r in results])
         self.method_ = method
         spent = budget.ledger.spent()
         self.privacy_spent_ = {
@@ -296,6 +302,27 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
             problems=[{"positive": p, **r.diagnostics} for p, r in zip(positives, results, strict=True)]
         )
         return self
+
+    def _plan(self, method: str, shape: tuple[int, int], epsilon: float, delta: float):
+        """(method, regularization) of one binary problem on the (n, d) design.
+
+        ``method="auto"`` follows the measured table of :mod:`._auto` (and warns when the
+        budget is too small to learn at this n); an unset ``regularization`` is the table's
+        rule for objective perturbation and 1e-3 (chen2020 §5.1) for the other methods.
+        n is public under the replace-one relation of the pure methods that use it.
+        """
+        n, d = shape
+        regularization = self.regularization
+        if method == "auto":
+            choice = choose_auto(n, d, epsilon, delta)
+            method = choice.method
+            if regularization is None:
+                regularization = choice.regularization
+            if choice.warning:
+                warnings.warn(choice.warning, UtilityWarning, stacklevel=3)
+        if regularization is None:
+            regularization = objpert_regularization(n * epsilon / d) if method == "objpert" else 1e-3
+        return method, float(regularization)
 
     def privacy_record(self) -> dict:
         """JSON-ready privacy record of the fit: ``privacy_spent_``, the method, the event log and ``disclosed``."""
@@ -344,7 +371,9 @@ class DPLogisticRegression(_DPLinearClassifier):
         of the accelerated family, ``"objpert"`` and ``"outpert"``); the
         line-search family and DP-SGD/DP-AGD need ``delta > 0``.
     method:
-        ``"auto"`` (``"dp-blsgd"`` when ``delta > 0``, else ``"dp-nag-opt"``) or one
+        ``"auto"`` (the measured table of :mod:`dpopt.estimators._auto`: ``"dp-blsgd"``
+        when ``delta > 0``; else ``"objpert"`` with regularization following n·ε/d, or
+        the private majority class with a :class:`UtilityWarning` when n·ε/d < 25) or one
         of ``dp-gd, dp-hb, dp-nag, dp-nag-opt, dp-masg, dp-masg-opt`` (kuru2022,
         pure ε-DP, replace-one), ``dp-blsgd, dp-blgd, dp-blsgd-ac`` (chen2020),
         ``dp-sgd, dp-agd, objpert, outpert`` (baselines).
@@ -354,7 +383,9 @@ class DPLogisticRegression(_DPLinearClassifier):
         Declared ``(lower, upper)`` per feature (scalars broadcast); values are
         clipped into the box.  Used for the row bound when ``data_norm`` is None.
     regularization:
-        μ of the (μ/2)‖w‖² penalty (chen2020 §5.1 uses 0.001).
+        μ of the (μ/2)‖w‖² penalty.  ``None`` (default): 0.08·d/(n·ε) clipped to
+        [1e-5, 3e-3] for objective perturbation (the measured rule of
+        :mod:`dpopt.estimators._auto`), 0.001 (chen2020 §5.1) for the other methods.
     fit_intercept:
         Learn an intercept (an extra constant feature inside the norm bound).
     method_params:
