@@ -62,7 +62,8 @@ def test_opacus_reference_against_prv_and_dp_accounting():
     rdp_eps = RDPAccountant().compose(ev.SelfComposed(poisson(ev.Gaussian(1.5), 0.04), 2250)).get_epsilon(1e-5)
     assert eps < 0.95 * rdp_eps
     optimistic, pessimistic = acc.get_epsilon_bounds(1e-5)
-    assert optimistic <= pessimistic == eps
+    assert pessimistic == eps
+    assert eps - 0.005 < optimistic <= eps  # the discretization gap the user sees is small
 
 
 @pytest.mark.parametrize(("scale", "rate", "steps"), [(2.0, 0.05, 300), (0.5, 0.01, 1000), (1.0, 1.0, 20)])

@@ -23,10 +23,12 @@ Discretization, both ways:
   mass cut off in the lower tail moves up to the lowest kept atom.  The
   reported ε is an upper bound, up to floating-point rounding of the FFT
   (~1e-15 of the total mass per convolution).
-* **optimistic** — the probability of each loss interval (iₕ, (i+1)h] under
-  A placed at its lower end, the upper tail at the last atom and the lower
-  tail dropped: a lower bound on the true δ(ε) (rounding losses down couples
-  to a loss that is pointwise smaller, and (1) is monotone in L).
+* **optimistic** — the pair binned by loss intervals (ih, (i+1)h] (a
+  post-processing), its atoms merged onto the grid by further
+  post-processing where they can be and rounded down where not, and the
+  lower tail dropped: a pair dominated by the mechanism, so its δ(ε) is a
+  lower bound (rounding losses down couples to a pointwise smaller loss, and
+  (1) is monotone in L); see :func:`_merge_onto_grid`.
 
 The gap between the two is the discretization error the user sees
 (:meth:`PLDAccountant.get_epsilon_bounds`).
@@ -347,9 +349,11 @@ class DiscretePLD:
         eps = np.arange(i_lo, i_hi + 1) * h
         a_tail, b_tail = _pair_tails(family, rate, direction, eps)
         if not pessimistic:
-            # A(L ∈ (ε_i, ε_{i+1}]) at ε_i; A(L > ε_top) at ε_top; below ε_lo dropped.
-            pmf = np.append(a_tail[:-1] - a_tail[1:], a_tail[-1])
-            return cls(h, i_lo, np.clip(pmf, 0.0, None), 0.0, False)
+            # the pair binned by loss intervals (ε_i, ε_{i+1}] (the last bin open above), the
+            # lower tail dropped, then merged onto the grid (:func:`_merge_onto_grid`)
+            a = np.clip(np.append(a_tail[:-1] - a_tail[1:], a_tail[-1]), 0.0, None)
+            b = np.clip(np.append(b_tail[:-1] - b_tail[1:], b_tail[-1]), 0.0, None)
+            return cls(h, i_lo, _merge_onto_grid(a, b, i_lo, h), 0.0, False)
         delta = _hockey_stick(a_tail, b_tail, eps)
         delta = np.minimum.accumulate(delta)  # δ is non-increasing; remove rounding wiggles
         # Doroshenko et al. 2022, Algorithm 1 with equal gaps: the atom at ε_i is e^{ε_i} times
@@ -456,6 +460,51 @@ class DiscretePLD:
         else:
             eps = math.log((p_j - delta) / q_j) + top
         return max(0.0, float(eps))
+
+
+def _merge_onto_grid(a: np.ndarray, b: np.ndarray, i_lo: int, h: float) -> np.ndarray:
+    """A-masses on the grid of a pair *dominated* by the binned pair (a_i, b_i): a lower bound.
+
+    Bin i holds the losses in (ε_i, ε_{i+1}], so its atom's loss log(a_i/b_i)
+    lies there.  Merging outputs and splitting an atom into proportional parts
+    are post-processing, so the pair they produce is dominated by the
+    mechanism.  Atoms are taken in increasing loss; a carried remainder is
+    merged with the fraction α of the next atom that brings the merged loss
+    exactly onto the largest grid point g below that atom's loss:
+    (c_A + α a)/(c_B + α b) = e^g.  What cannot reach a grid point this way
+    is rounded down (a further lower bound).  Unlike rounding every bin down
+    (a bias of ~h/2 per composed mechanism), the loss moves by O(h²).
+    """
+    out = np.zeros(a.size)
+    losses = (i_lo + np.arange(a.size)) * h
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.clip(np.log(a / b), losses, losses + h)  # the atom's loss lies in its bin
+    carry_a = carry_b = 0.0
+    carry_loss = 0.0
+    top = i_lo + a.size - 1
+    for i in np.flatnonzero(a > 0.0):
+        ai, bi, li = float(a[i]), float(b[i]), float(ratio[i])
+        if carry_a == 0.0:
+            carry_a, carry_b, carry_loss = ai, bi, li
+            continue
+        g = min(math.floor(li / h + 1e-9), top)  # largest grid index at or below the atom's loss
+        gamma = math.exp(g * h)
+        gap = ai - gamma * bi
+        if gap <= 0.0:  # the atom sits on the grid point itself
+            out[g - i_lo] += ai
+            continue
+        alpha = (gamma * carry_b - carry_a) / gap
+        if g * h < carry_loss or alpha >= 1.0:
+            # the carry cannot be lifted onto a grid point by this atom: round it down
+            out[min(math.floor(carry_loss / h + 1e-9), top) - i_lo] += carry_a
+            carry_a, carry_b, carry_loss = ai, bi, li
+            continue
+        alpha = max(alpha, 0.0)
+        out[g - i_lo] += carry_a + alpha * ai
+        carry_a, carry_b, carry_loss = (1.0 - alpha) * ai, (1.0 - alpha) * bi, li
+    if carry_a > 0.0:
+        out[min(max(math.floor(carry_loss / h + 1e-9) - i_lo, 0), a.size - 1)] += carry_a
+    return out
 
 
 @functools.lru_cache(maxsize=4096)
