@@ -20,9 +20,10 @@ this model.  Who implements it:
 
 * :class:`~dpopt.models.LinearModel` — linear models φ(xᵀw, y) on arrays
   (logistic regression, SVMs), built on :mod:`dpopt.objectives`;
-* a PyTorch module (``dpopt.neural``): per-sample gradients (``torch.func``
-  ``vmap(grad)``) of a flattened parameter vector, clipped and summed, and the
-  per-sample losses of the same batch; the oracles need nothing else;
+* a PyTorch module (:class:`dpopt.neural.TorchModel`): per-sample gradient
+  norms without materializing the gradients where a layer allows (ghost norms),
+  then the clip-weighted sum in one product per layer (book-keeping), over a
+  flattened parameter vector, and the per-sample losses of the same batch;
 * a network node's local shard (``dpopt.dualavg``): a model over that node's
   records only; the oracle that owns the node's ledger and sampler is
   constructed per node, unchanged.
