@@ -151,3 +151,34 @@ def test_undeclared_record_count_is_disclosed_with_a_warning():
     with pytest.warns(CountDisclosureWarning, match="n=300"):
         out = train(_net(), _data(), method="dp-sgd", epsilon=5.0, delta=1e-5, steps=2, batch_rate=0.1, seed=0)
     assert out.result.nit == 2
+
+
+@pytest.mark.parametrize("kind", ["mlp", "cnn", "frozen-first", "not-sequential"])
+def test_decrease_along_matches_plain_forward_passes(kind):
+    torch.manual_seed(0)
+    if kind == "cnn":
+        net, x = nn.Sequential(nn.Conv2d(1, 2, 3), nn.Tanh(), nn.Flatten(), nn.Linear(4, 2)), torch.randn(30, 1, 4, 3)
+    else:
+        net, x = nn.Sequential(nn.Flatten(), nn.Linear(5, 4), nn.Tanh(), nn.Linear(4, 2)), torch.randn(30, 5)
+    if kind == "frozen-first":
+        net[1].bias.requires_grad_(False)
+    if kind == "not-sequential":
+        net = nn.ModuleDict({"f": net})
+        net.forward = net["f"].forward
+    net = net.double()
+    y = torch.randint(0, 2, (30,))
+    model = TorchModel(net, x.double(), y, chunk_size=2)  # several chunks of 8 records
+    assert (model._first_affine() is None) == (kind in ("frozen-first", "not-sequential"))
+    w = model.get_tensor()
+    d = torch.randn(model.dim, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    idx = np.arange(3, 30, 2)
+    values = model.decrease_along_tensor(w, d, idx, 0.05)(np.array([0.0, 0.1, 0.7]))
+    assert torch.equal(model.get_tensor(), w)  # the module is left at w
+    expected = []
+    for eta in (0.0, 0.1, 0.7):
+        model.set_tensor(w)
+        base = model.losses_tensor(idx)
+        model.set_tensor(w - eta * d)
+        expected.append(float((base - model.losses_tensor(idx)).clamp(-0.05, 0.05).sum()))
+    assert np.allclose(values, expected, rtol=1e-10, atol=1e-12)
+    assert model.decrease_along_tensor(w, d, np.array([], dtype=int), 0.05)(np.array([0.3]))[0] == 0.0

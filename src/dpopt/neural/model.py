@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch import nn
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from .._validation import check_int, check_nonnegative, check_positive
@@ -148,22 +149,66 @@ class TorchModel(PrivateModel):
         """``values(steps)``: Σ_i clip(f_i(w) − f_i(w − η·direction), −cap, cap) per η (sensitivity cap).
 
         The records are fixed now; f_i(w) is computed once, and every call costs one forward
-        pass per step.  The module is left at ``w``.
+        pass per step.  When the module is a ``Sequential`` whose first parametrized layer is a
+        Linear or Conv2d (affine in its parameters), that layer's output along the line is
+        z(η) = z(w) − η·layer(x; direction), computed once, so a step only runs the layers after
+        it (the first layer of an MLP on images is most of its cost).  The module is left at ``w``.
         """
         cap = check_positive("cap", cap)
         self.set_tensor(w)
-        base = self.losses_tensor(indices)
+        index = self._index(indices)
+        x, y = self.X[index], self.y[index]
+        split = self._first_affine()
+        step = self.engine.chunk_size * 4
+        chunks = []  # per chunk of records: (input of the tail at w, its change per unit step, targets, f_i(w))
+        with torch.no_grad():
+            for s in range(0, x.shape[0], step):
+                xs, ys = x[s:s + step], y[s:s + step]
+                if split is None:
+                    tail, start, along = self.module, xs, None
+                else:
+                    prefix, layer, tail = split
+                    hidden = prefix(xs)
+                    start = layer(hidden)
+                    along = torch.func.functional_call(layer, self._pieces(layer, direction), (hidden,))
+                chunks.append((start, along, ys, self.loss_fn(tail(start), ys)))
 
+        @torch.no_grad()
         def values(steps):
             steps = np.asarray(steps, dtype=float)
-            out = np.empty(steps.shape)
+            out = np.zeros(steps.shape)
             for pos, eta in np.ndenumerate(steps):
                 self.set_tensor(w - float(eta) * direction)
-                out[pos] = float((base - self.losses_tensor(indices)).clamp(-cap, cap).sum())
+                for start, along, ys, base in chunks:
+                    z = start if along is None else start - float(eta) * along
+                    out[pos] += float((base - self.loss_fn(tail(z), ys)).clamp(-cap, cap).sum())
             self.set_tensor(w)
             return out
 
         return values
+
+    @staticmethod
+    def _pieces(layer, direction: torch.Tensor) -> dict:
+        """The part of a flat ``direction`` that belongs to ``layer`` (the first layer: its leading entries)."""
+        pieces, offset = {}, 0
+        for name, p in layer.named_parameters():
+            pieces[name] = direction[offset:offset + p.numel()].reshape(p.shape)
+            offset += p.numel()
+        return pieces
+
+    def _first_affine(self):
+        """``(prefix, layer, rest)`` when the module is a Sequential whose first parametrized layer is a
+        Linear or Conv2d with every parameter trainable, after parameter-free layers only; else None."""
+        module = self.module
+        if not isinstance(module, nn.Sequential):
+            return None
+        for i, layer in enumerate(module):
+            params = list(layer.parameters())
+            if params:
+                if isinstance(layer, nn.Linear | nn.Conv2d) and all(p.requires_grad for p in params):
+                    return module[:i], layer, module[i + 1:]
+                return None
+        return None
 
     # -- the PrivateModel contract (flat NumPy vectors) ------------------------------------------
     def per_example_clipped_grad_sum(self, w, indices, clip) -> tuple[np.ndarray, int]:
