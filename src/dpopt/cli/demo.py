@@ -166,12 +166,13 @@ def run(args) -> int:
         raise UserError(f"--delta must be in (0, 1), got {args.delta}")
     methods = _methods(args.methods)
     progress = Progress("demo", quiet=args.quiet)
-    data, train, test = load_demo_data()
-    rows, records = fit_all(methods, args.epsilons, args.delta, args.seed, train, test, progress)
-    table = format_table(rows, args.epsilons)
-    from .demo_report import write_demo_report
+    with progress.keepalive():  # a fit can take longer than a few seconds: never silent meanwhile
+        data, train, test = load_demo_data()
+        rows, records = fit_all(methods, args.epsilons, args.delta, args.seed, train, test, progress)
+        table = format_table(rows, args.epsilons)
+        from .demo_report import write_demo_report
 
-    path = write_demo_report(args.out, data, train, test, rows, records, table, args, progress.elapsed())
+        path = write_demo_report(args.out, data, train, test, rows, records, table, args, progress.elapsed())
     print(f"Private logistic regression on UCI Adult: test accuracy ({len(test[1])} people)")
     print(table)
     print(f"total {progress.elapsed():.1f}s; report: {path}")
