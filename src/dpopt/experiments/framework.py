@@ -106,6 +106,7 @@ def _init_worker(state) -> None:
     machine, and the spinning BLAS threads then multiply the CPU time.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle: it stops the workers
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # and terminate() must end a worker, not interrupt its task
     _WORKER.clear()
     _WORKER["state"] = state
     with contextlib.suppress(ImportError):  # optional: only a speed-up
