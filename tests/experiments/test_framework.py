@@ -102,6 +102,8 @@ def test_sigterm_stops_a_parallel_reproduction_and_leaves_nothing(tmp_path):
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
     first = process.stderr.readline()  # F* is known and the workers are starting
+    while "still running" in first:  # the keepalive line of a slow start
+        first = process.stderr.readline()
     assert first.startswith("reproduce kuru2022: [ 0/"), first
     process.send_signal(signal.SIGTERM)
     _, err = process.communicate(timeout=120)
