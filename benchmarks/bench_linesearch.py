@@ -118,7 +118,8 @@ def adult(repeats: int) -> None:
     def design(X):
         return np.hstack([X, np.ones((X.shape[0], 1))]) / math.sqrt(2.0)
 
-    model = LinearModel("logistic", design(data.X[train]), data.y[train], l2=1e-3, data_norm=1.0)
+    model = LinearModel("logistic", design(data.X[train]), data.y[train], l2=1e-3, data_norm=1.0,
+                        n_public=int(train.sum()))  # Adult's published training-split size
     X_test, y_test = design(data.X[~train]), data.y[~train]
     print(f"Adult {model.n}x{model.dim} (rows ‖x‖₂ ≤ 1), logistic, epsilon={EPSILON}")
     for method in ("dp-blsgd", "dp-blgd", "dp-agd"):
@@ -137,8 +138,10 @@ def main() -> int:
     print(f"python {platform.python_version()}, numpy {np.__version__}, {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.1f}")
     X, y = adult_like()
-    raw = LinearModel("logistic", X, y, l2=1e-3)
-    unit = LinearModel("logistic", X / np.linalg.norm(X, axis=1).max(), y, l2=1e-3, data_norm=1.0)
+    # The synthetic data's size is public: declared as the normalizer N of the released sums.
+    raw = LinearModel("logistic", X, y, l2=1e-3, n_public=len(y))
+    unit = LinearModel("logistic", X / np.linalg.norm(X, axis=1).max(), y, l2=1e-3, data_norm=1.0,
+                       n_public=len(y))
     print(f"DP-BLSGD, n={raw.n}, d={raw.dim}, epsilon={EPSILON}, delta={DELTA:g}; "
           f"F(0) = {raw.value(np.zeros(raw.dim)):.4f}")
     walls, cpus = {}, {}

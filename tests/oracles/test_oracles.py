@@ -218,3 +218,29 @@ def test_every_linesearch_entry_point_accepts_a_ledger():
     ledger = Ledger(0.5)
     assert B.majority(model, ledger=ledger, rng=1).events == ledger.events == [ev.Exponential(0.5)]
     assert B.non_private(model, ledger=ledger).events == []
+
+
+def test_lazy_chunks_ask_the_same_queries_with_the_same_noise(monkeypatch):
+    """Evaluating candidates in chunks changes neither the answer nor the random stream."""
+    import dpopt.oracles.line_search as ls
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(200, 3))
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    model = LinearModel("logistic", X, y, l2=0.01)
+    W = rng.normal(size=(50, 3))
+    G = rng.normal(size=(50, 3))
+    steps = np.broadcast_to(4.0 * 0.7 ** np.arange(9), (50, 9)).copy()
+    out = {}
+    for chunk in (1, 3, 9):
+        monkeypatch.setattr(ls, "LAZY_CHUNK", chunk)
+        gen = np.random.default_rng(7)
+        ledger = Ledger(1e6)
+        ray = ls.Ray.of_model(model, W, G, cap=0.5, weight=200.0, query="decrease")
+        index = ls.above_threshold_search(ray, steps, alpha=0.5, budget=0.3, ledger=ledger, rng=gen,
+                                          lazy=True)
+        out[chunk] = (index, ledger.events, gen.random())
+    for chunk in (3, 9):
+        np.testing.assert_array_equal(out[chunk][0], out[1][0])
+        assert out[chunk][1] == out[1][1] and out[chunk][2] == out[1][2]
+    assert len(set(out[1][0].tolist())) > 2  # the searches stop at different candidates
