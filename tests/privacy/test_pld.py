@@ -263,3 +263,14 @@ def test_epsilon_after_is_the_next_epsilon_and_composes_incrementally():
     # with an RDP-accounted part the probe is a plain copy-and-compose
     svt = ev.AboveThreshold.gaussian(3.0, 6.0)
     assert acc.epsilon_after(svt, 1e-5) == acc.copy().compose(svt).get_epsilon(1e-5)
+
+
+def test_one_fft_power_agrees_with_repeated_squaring():
+    from dpopt.privacy import pld
+
+    base = pld.DiscretePLD.from_pair(pld._Gaussian(1 / 1.2), 0.05, "remove", H, 1e-15, True)
+    squared = base.self_compose(777)
+    power = pld._self_compose_fft(base, 777, 1e-15)
+    assert power.infinity_mass > 0.0  # the window's upper-tail bound is charged to δ
+    for delta in (1e-3, 1e-6, 1e-9):
+        assert power.get_epsilon(delta) == pytest.approx(squared.get_epsilon(delta), rel=1e-6)

@@ -538,8 +538,56 @@ def _power_pld(family, rate: float, direction: str, log2_count: int, h: float, t
     return half.compose(half, tail)
 
 
+# λ grid of the Chernoff bounds that place the window of a one-FFT self-composition
+_CHERNOFF_LAMBDAS = np.geomspace(1e-3, 1e3, 31)
+
+
+def _power_window(pld: DiscretePLD, count: int, tail: float) -> tuple[int, int]:
+    """Grid indices [lo, hi] holding all but ``tail`` of each tail of the count-fold sum (Chernoff).
+
+    For the finite losses l_i with masses p_i (a sub-probability), the sum S of
+    ``count`` independent copies has P(S ≥ x) ≤ e^{−λx}(Σ p_i e^{λ l_i})^count and
+    P(S ≤ x) ≤ e^{λx}(Σ p_i e^{−λ l_i})^count for every λ > 0 (Markov's inequality).
+    """
+    h = pld.h
+    keep = pld.pmf > 0.0
+    losses, log_p = pld.losses[keep], np.log(pld.pmf[keep])
+    lam = _CHERNOFF_LAMBDAS[:, None]
+    # log Σ p e^{±λl}, shifted by the largest exponent of each row
+    up = log_p + lam * losses
+    top_up = up.max(axis=1, keepdims=True)
+    log_up = np.log(np.exp(up - top_up).sum(axis=1)) + top_up[:, 0]
+    down = log_p - lam * losses
+    top_down = down.max(axis=1, keepdims=True)
+    log_down = np.log(np.exp(down - top_down).sum(axis=1)) + top_down[:, 0]
+    x_hi = min(float(np.min((count * log_up - math.log(tail)) / _CHERNOFF_LAMBDAS)), count * losses[-1])
+    x_lo = max(float(np.max(-(count * log_down - math.log(tail)) / _CHERNOFF_LAMBDAS)), count * losses[0])
+    return math.floor(x_lo / h), math.ceil(x_hi / h)
+
+
+def _self_compose_fft(pld: DiscretePLD, count: int, tail: float) -> DiscretePLD:
+    """The pessimistic ``count``-fold composition by one FFT power (pessimistic PLDs only).
+
+    The count-fold sum is computed circularly on a window [lo, hi] placed by
+    :func:`_power_window`; mass outside it aliases into the window, which only
+    adds non-negative mass to atoms (δ grows: still an upper bound), and the
+    mass above the window (≤ ``tail``) is added to the mass at +∞.
+    """
+    lo, hi = _power_window(pld, count, tail)
+    size = _fast_length(max(hi - lo + 1, pld.pmf.size))
+    spectrum = np.fft.rfft(pld.pmf, size) ** count
+    circular = np.fft.irfft(spectrum, size)
+    # relative index s of the sum sits at s mod size; the window starts at s = lo − count·offset
+    start = lo - count * pld.offset
+    pmf = np.roll(circular, -(start % size))
+    infinity = 1.0 - (1.0 - pld.infinity_mass) ** count + tail
+    return pld._truncate(pmf, lo, infinity, tail)
+
+
 def _composed_pld(family, rate: float, direction: str, count: int, h: float, tail: float, pessimistic: bool):
-    """The ``count``-fold composition from the cached powers of two: O(log count) convolutions."""
+    """The ``count``-fold composition: one FFT power (pessimistic) or O(log count) squarings (optimistic)."""
+    if pessimistic and count > 1:
+        return _self_compose_fft(_base_pld(family, rate, direction, h, tail, True), count, tail)
     result = None
     for k in range(count.bit_length()):
         if count >> k & 1:
