@@ -244,3 +244,25 @@ def test_lazy_chunks_ask_the_same_queries_with_the_same_noise(monkeypatch):
         np.testing.assert_array_equal(out[chunk][0], out[1][0])
         assert out[chunk][1] == out[1][1] and out[chunk][2] == out[1][2]
     assert len(set(out[1][0].tolist())) > 2  # the searches stop at different candidates
+
+
+def test_accelerated_minimize_spends_from_a_given_ledger():
+    from dpopt import accelerated
+    from dpopt.objectives import L2, Objective
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    objective = Objective("logistic", X, y, L2(0.01))
+    ledger = Ledger(1.0, relation="replace_one")
+    res = accelerated.minimize(objective, np.zeros(3), 0.6, "dp-gd", feature_bound=3.0, iterations=5,
+                               L=2.5, rng=1, ledger=ledger)
+    assert res.events == ledger.events and ledger.spent().epsilon == pytest.approx(0.6, rel=1e-9)
+    before = list(ledger.events)
+    with pytest.raises(BudgetExceededError):  # 0.6 more does not fit what is left, refused up front
+        accelerated.minimize(objective, np.zeros(3), 0.6, "dp-gd", feature_bound=3.0, iterations=5,
+                             L=2.5, rng=1, ledger=ledger)
+    assert ledger.events == before
+    with pytest.raises(ValueError, match="relation"):
+        accelerated.minimize(objective, np.zeros(3), 0.6, "dp-gd", feature_bound=3.0, iterations=5,
+                             L=2.5, rng=1, ledger=Ledger(1.0))

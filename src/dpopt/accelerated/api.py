@@ -8,7 +8,9 @@ import numpy as np
 
 from .._validation import as_generator, check_finite_array, check_int, check_positive
 from ..objectives import Objective
-from ..privacy import Ledger
+from ..oracles import run_ledger
+from ..privacy import BudgetExceededError, Ledger
+from ..privacy import events as ev
 from ..result import DPResult
 from . import algorithms
 from .datapass import DataPass
@@ -96,6 +98,7 @@ def minimize(
     masg_first_stage: int | None = None,
     precision: str | None = None,
     private: bool = True,
+    ledger: Ledger | None = None,
 ) -> DPResult:
     """Minimize ``objective`` with an ε-DP accelerated method of kuru2022.
 
@@ -149,6 +152,12 @@ def minimize(
         ``False`` runs the same recursion with exact minibatch gradients and
         no ledger charges (for tests and non-private references): the result
         has guarantee "none".
+    ledger:
+        A pure-DP :class:`~dpopt.privacy.Ledger` under the replace-one relation
+        to spend ``epsilon`` from (a sub-budget ``ledger.child(epsilon)`` where
+        the ledger offers one; :func:`dpopt.oracles.run_ledger`); it refuses a
+        release that would overspend it before the noise is drawn.  Default: a
+        new ledger of ``epsilon``.
 
     Returns
     -------
@@ -199,12 +208,24 @@ def minimize(
         masg_first_stage=masg_first_stage,
     )
 
-    ledger = Ledger(epsilon, relation="replace_one")
+    if private:
+        ledger, _, _ = run_ledger(ledger, epsilon, 0.0 if ledger is None else None, accountant="pure",
+                                  relation="replace_one")
+    else:  # a reference run charges nothing, to no one
+        ledger = Ledger(epsilon, relation="replace_one")
     common = dict(
         feature_bound=feature_bound, batch_size=plan.batch_size, rng=generator, precision=precision
     )
     if private:
         oracle = PrivateGradientOracle(objective, ledger=ledger, **common)
+        per_step = oracle.sensitivity / oracle.batch_size
+        planned = ev.Composed([oracle.sampler.wrap(ev.Laplace(float(b), per_step))
+                               for b in plan.scales[: plan.iterations]])
+        if not ledger.can_afford(planned):  # the whole plan is known: refuse before any release
+            raise BudgetExceededError(
+                f"the planned {plan.iterations} releases would overspend the ledger "
+                f"(remaining epsilon {ledger.remaining().epsilon:.6g}); nothing was released"
+            )
     else:
         oracle = NonPrivateGradientOracle(objective, **common)
     X, t_rec, x_rec = _run(plan, oracle, X0, record)
