@@ -62,7 +62,7 @@ from .._validation import (
     check_rate,
 )
 from ..models import PrivateModel, check_model, start_point
-from ..oracles import NOISES, QUERIES, PrivateOracle, public_normalizer, run_ledger
+from ..oracles import NOISES, QUERIES, PrivateOracle, normalizer_note, public_normalizer, run_ledger
 from ..result import DPResult
 from .cheb import AngleAverage, angle_between, cheb, gradient_average
 from .model import PAPER_C_GRAD, default_gradient_clip
@@ -410,7 +410,8 @@ def _descend(model, epsilon, delta, rng, hyper: LineSearchHyper, *, method: str,
     }
     trajectory = np.array(stats.trajectory) if hyper.trajectory else None
     return DPResult.from_ledger(ledger, x=w, fun=model.value(w), method=method, nit=t,
-                                trajectory=trajectory, info=info, guarantee="exact", notes=_NOTES)
+                                trajectory=trajectory, info=info, guarantee="exact",
+                                notes=_NOTES + " " + normalizer_note(normalizer))
 
 
 def dp_blsgd(model: PrivateModel, *, epsilon: float | None = None, delta: float | None = None,

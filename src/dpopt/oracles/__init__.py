@@ -23,6 +23,7 @@ from .normalizer import (
     Normalizer,
     count_sigma,
     disclosed_count,
+    normalizer_note,
     public_normalizer,
 )
 from .oracle import PrivateOracle, gaussian_sigma
@@ -42,6 +43,7 @@ __all__ = [
     "count_sigma",
     "public_normalizer",
     "disclosed_count",
+    "normalizer_note",
     "CountDisclosureWarning",
     "majority_label",
     "LABELS",

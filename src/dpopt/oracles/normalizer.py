@@ -36,7 +36,7 @@ from ..privacy import mechanisms as mech
 from ..privacy.zcdp import rho_from_epsilon_delta
 
 __all__ = ["Normalizer", "COUNT_SHARE", "count_sigma", "public_normalizer", "disclosed_count",
-           "CountDisclosureWarning"]
+           "CountDisclosureWarning", "normalizer_note"]
 
 #: Share of the run's zCDP budget ρ(ε, δ) spent on the noisy record count (σ = 1/√(2·share·ρ)).
 #: At ε = 0.05, δ = 1e-8 this is σ ≈ 860 records (≈ 3 % of Adult's 30k training rows), at ε = 1 σ ≈ 43.
@@ -111,3 +111,16 @@ def disclosed_count(model, *, stacklevel: int = 3) -> Normalizer:
         CountDisclosureWarning, stacklevel=stacklevel,
     )
     return Normalizer(float(model.n), "disclosed")
+
+
+_NOTES = {
+    "declared": "the declared public record count N = {count:g}",
+    "noisy_count": "a noisy record count N = {count:.1f}, released first (Gaussian, sensitivity 1)",
+    "disclosed": "the data's own record count N = {count:g}, disclosed (not covered by the guarantee "
+                 "between neighbours of different size)",
+}
+
+
+def normalizer_note(normalizer: Normalizer) -> str:
+    """One sentence for a result's notes: which public count divided the released sums."""
+    return "Sums are divided by q*N with " + _NOTES[normalizer.source].format(count=normalizer.count) + "."

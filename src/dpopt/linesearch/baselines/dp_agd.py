@@ -41,7 +41,7 @@ import numpy as np
 
 from ..._validation import as_generator, check_choice, check_int, check_positive
 from ...models import check_model, start_point
-from ...oracles import QUERIES, PrivateOracle, public_normalizer, run_ledger
+from ...oracles import QUERIES, PrivateOracle, normalizer_note, public_normalizer, run_ledger
 from ...privacy import events as ev
 from ...privacy.zcdp import rho_from_epsilon_delta
 from ...result import DPResult
@@ -244,6 +244,6 @@ def dp_agd(model, *, epsilon: float | None = None, delta: float | None = None, r
         ledger, x=w, fun=model.value(w), method="dp-agd", nit=t,
         trajectory=np.array(trajectory) if h.trajectory else None, info=info, guarantee="exact",
         notes="zCDP (Bun & Steinke 2016) with epsilon = rho + 2 sqrt(rho log(1/delta)); NoisyMin is "
-              "the exponential mechanism (eps^2/2-zCDP); budgets adapt to released values only; "
-              f"sums are divided by the {normalizer.source.replace('_', ' ')} record count N.",
+              "the exponential mechanism (eps^2/2-zCDP); budgets adapt to released values only. "
+              + normalizer_note(normalizer),
     )

@@ -27,7 +27,7 @@ import numpy as np
 from ..._validation import as_generator, check_int, check_positive, check_rate
 from ...models import check_model, start_point
 from ...objectives import MarginLoss
-from ...oracles import PrivateOracle, public_normalizer, run_ledger, smallest_affordable_scale
+from ...oracles import PrivateOracle, normalizer_note, public_normalizer, run_ledger, smallest_affordable_scale
 from ...privacy import events as ev
 from ...privacy.calibration import calibrate_gaussian_sigma
 from ...result import DPResult
@@ -177,6 +177,5 @@ def dp_sgd(model, *, epsilon: float | None = None, delta: float | None = None, r
         ledger, x=w, fun=model.value(w), method="dp-sgd", nit=h.steps,
         trajectory=np.array(trajectory) if h.trajectory else None, info=info, guarantee="exact",
         notes="RDP of the Poisson-subsampled Gaussian mechanism (Mironov, Talwar & Zhang 2019) "
-              "converted to (epsilon, delta); sums are divided by the expected batch size q*N "
-              f"with N the {normalizer.source.replace('_', ' ')} record count.",
+              "converted to (epsilon, delta). " + normalizer_note(normalizer),
     )
