@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -111,22 +112,38 @@ def test_saved_privacy_records_are_rechecked_by_dpopt_account(reproduced, capsys
     assert pure["epsilon"] == pytest.approx(epsilon, rel=1e-9)  # the event log reproduces the guarantee
 
 
-def test_interrupted_run_leaves_no_output_folder(tmp_path):
-    """Ctrl-C while the grid runs: exit code 130, and neither the folder nor a temporary one remains."""
-    process = subprocess.Popen(
-        [*command(), "reproduce", "han2014", "--quick", "--out", "new/out"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # not inherited as ignored
-    )  # fmt: skip
+def _interrupt_after_first_line(tmp_path, args, expected_first, sig, **popen) -> str:
+    """Start ``dpopt reproduce ARGS``, wait for its first progress line, send ``sig``; check that it stops cleanly."""
+    process = subprocess.Popen([*command(), "reproduce", *args], cwd=tmp_path, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, **popen)  # fmt: skip
     first = process.stderr.readline()  # progress goes to stderr: the grid has started
     while "still running" in first:  # the keepalive line of a slow start (a loaded machine)
         first = process.stderr.readline()
-    assert first.startswith("reproduce han2014: [ 1/"), first
-    process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=60)
+    assert first.startswith(expected_first), first
+    process.send_signal(sig)
+    _, err = process.communicate(timeout=120)
     assert process.returncode == 130, err
     assert err.strip().splitlines()[-1] == "dpopt reproduce: interrupted"
     assert list(tmp_path.iterdir()) == []
+    return process.pid
+
+
+def test_interrupted_run_leaves_no_output_folder(tmp_path):
+    """Ctrl-C while the grid runs: exit code 130, and neither the folder nor a temporary one remains."""
+    _interrupt_after_first_line(
+        tmp_path, ["han2014", "--quick", "--out", "new/out"], "reproduce han2014: [ 1/", signal.SIGINT,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # not inherited as ignored
+    )  # fmt: skip
+
+
+def test_sigterm_stops_a_parallel_reproduction_and_leaves_nothing(tmp_path):
+    """``kill`` (SIGTERM) during a two-worker run: exit code 130, no output folder, no process left behind."""
+    pid = _interrupt_after_first_line(
+        tmp_path, ["kuru2022", "--quick", "--jobs", "2", "--out", "new/out"], "reproduce kuru2022: [ 0/",
+        signal.SIGTERM, start_new_session=True,
+    )  # fmt: skip
+    with pytest.raises(ProcessLookupError):  # every worker of the session has gone
+        os.killpg(pid, 0)
 
 
 def test_existing_file_as_out_is_a_one_line_error(tmp_path):

@@ -176,7 +176,7 @@ def execute(
     pool = ProcessPoolExecutor(min(jobs, len(tasks)), mp_context=context, initializer=_init_worker,
                                initargs=(state,))  # fmt: skip
     try:
-        with _quiet_while_forking(progress):
+        with _forking(progress):
             futures = {pool.submit(_call, work, tasks[i].args): i for i in order}
         for future in as_completed(futures):
             i = futures[future]
@@ -202,11 +202,26 @@ def progress_counter(progress: Progress | None, total: int) -> Callable[[str], N
     return step
 
 
-def _quiet_while_forking(progress):
-    """Hold the progress writer's lock while the workers are forked (a lock held by another thread at fork
-    time stays locked forever in the child)."""
-    lock = getattr(progress, "lock", None)
-    return lock if lock is not None else contextlib.nullcontext()
+@contextlib.contextmanager
+def _forking(progress):
+    """The block that forks the workers: hold the progress writer's lock (a lock another thread holds at fork
+    time stays locked forever in the child) and defer Ctrl-C and SIGTERM until the forks are done (raised
+    inside one of the interpreter's at-fork hooks, the KeyboardInterrupt would be swallowed and the run would
+    go on)."""
+    lock = getattr(progress, "lock", None) or contextlib.nullcontext()
+    deferred: list[int] = []
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous[signum] = signal.signal(signum, lambda number, frame: deferred.append(number))
+    try:
+        with lock:
+            yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if deferred:
+        raise KeyboardInterrupt
 
 
 @contextlib.contextmanager
