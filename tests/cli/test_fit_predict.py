@@ -114,7 +114,7 @@ def test_fit_writes_a_model_with_its_privacy_record(work):
     privacy = model["privacy"]
     assert 0 < privacy["epsilon"] <= 4.0 * (1 + 1e-9) and privacy["delta"] == 0.0
     assert privacy["notion"] == "pure" and privacy["relation"] in ("replace_one", "add_remove")
-    assert privacy["method"] == "objpert" and privacy["events"]  # auto at n·ε/d ≥ 25 (estimators._auto)
+    assert privacy["method"] == "objpert" and privacy["events"]  # auto at n·ε/d² ≥ 0.3 (estimators._auto)
     disclosed = privacy["disclosed"]
     assert len(disclosed) == 2 and "['high', 'low']" in disclosed[0] and "hours" in disclosed[1]
     assert model["fitted"]["classes_"] == ["high", "low"]

@@ -11,16 +11,18 @@ from dpopt.datasets import load_sklearn
 from dpopt.estimators import DPLogisticRegression, UtilityWarning
 from dpopt.estimators._auto import (
     APPROX_LEARNABLE_R,
-    PURE_LEARNABLE_R,
+    PURE_LEARNABLE_S,
     choose,
     objpert_regularization,
 )
 
 
 def test_pure_budget_below_the_table_threshold_returns_the_private_majority_with_numbers():
-    choice = choose(n=398, d=31, epsilon=1.0, delta=0.0)
+    choice = choose(n=398, d=31, epsilon=0.5, delta=0.0)
     assert choice.method == "majority"
-    assert "398*1/31" in choice.warning and f"< {PURE_LEARNABLE_R:g}" in choice.warning
+    assert "398*0.5/31^2 = 0.207" in choice.warning and f"< {PURE_LEARNABLE_S:g}" in choice.warning
+    assert choose(n=398, d=31, epsilon=1.0, delta=0.0).method == "objpert"  # s = 0.414
+    assert choose(n=1000, d=108, epsilon=2.0, delta=0.0).method == "majority"  # s = 0.171: r = 18.5 is not enough
 
 
 def test_pure_budget_above_the_threshold_is_objective_perturbation_with_the_rate_rule():
@@ -54,7 +56,7 @@ def _accuracy(train, test, epsilon, seed):
     return float(np.mean(est.predict(test[0]) == test[1])), est
 
 
-@pytest.mark.parametrize("epsilon", [0.1, 0.5])
+@pytest.mark.parametrize("epsilon", [0.1, 0.5, 1.0])
 def test_auto_is_never_below_the_majority_class_on_small_data(breast_cancer, epsilon):
     # Before the table, auto was dp-nag-opt here: mean accuracy 0.43 against the majority's 0.61.
     train, test = breast_cancer
@@ -65,7 +67,7 @@ def test_auto_is_never_below_the_majority_class_on_small_data(breast_cancer, eps
 
 def test_small_budget_warns_and_large_budget_learns(breast_cancer):
     train, test = breast_cancer
-    with pytest.warns(UtilityWarning, match=r"n\*epsilon/d = 398\*0.5/31"):
+    with pytest.warns(UtilityWarning, match=r"n\*epsilon/d\^2 = 398\*0.5/31\^2"):
         DPLogisticRegression(epsilon=0.5, data_norm=1.0, random_state=0).fit(*train)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UtilityWarning)
@@ -79,9 +81,9 @@ def test_dpopt_fit_prints_the_utility_warning_with_the_numbers(tmp_path, capsys)
     rng = np.random.default_rng(0)
     lines = ["a,b,label"] + [f"{x:.3f},{z:.3f},{'yes' if x > z else 'no'}" for x, z in rng.random((60, 2))]
     (tmp_path / "d.csv").write_text("\n".join(lines) + "\n")
-    code = main(["fit", "--data", str(tmp_path / "d.csv"), "--target", "label", "--epsilon", "0.5",
+    code = main(["fit", "--data", str(tmp_path / "d.csv"), "--target", "label", "--epsilon", "0.01",
                  "--bounds", "a=0:1", "b=0:1", "--classes", "no,yes",
                  "--out", str(tmp_path / "m.json"), "--quiet"])
     err = capsys.readouterr().err
     assert code == 0
-    assert "dpopt fit: utility warning: the budget is too small" in err and "60*0.5/3 = 10" in err
+    assert "dpopt fit: utility warning: the budget is too small" in err and "60*0.01/3^2 = 0.0667" in err

@@ -13,9 +13,13 @@ d coefficients including the intercept, ε the budget of one binary problem):
   cell lay within a factor 3 of Λ = 0.08/r (e.g. 3e-3 at r ≈ 26–47, 3e-4 at
   r ≈ 230–300, 3e-5 at r ≈ 1,500), which also lifts it above diffprivlib at
   ε = 2–5 on full Adult where the old fixed Λ = 1e-3 capped it at 0.823.
-  Below r ≈ 25 no pure method beat the majority class on Adult (dp-nag-opt
-  returned a constant classifier, objective perturbation fell below it), and
-  diffprivlib was below the majority class too; there ``auto`` returns the
+  Whether it beats the majority class at all depends on d more steeply than
+  r says: it did on breast cancer at r = 12.8 (d = 31) but not on Adult at
+  r = 18.7 (d = 108).  The index that separated every measured cell is
+  s = n·ε/d² (learned at s ≥ 0.28, not at s ≤ 0.21; threshold 0.3).  Below it
+  no pure method beat the majority class (dp-nag-opt returned a constant
+  classifier, objective perturbation fell below it), and diffprivlib was
+  below the majority class too on every such Adult cell; there ``auto`` returns the
   majority class chosen by the exponential mechanism (wrong with probability
   ≈ exp(−ε·gap/2) for a count gap between the classes) and warns.
 * **(ε, δ)-DP (δ > 0).** DP-BLSGD was the most accurate method on every cell
@@ -33,10 +37,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["AutoChoice", "choose", "PURE_LEARNABLE_R", "APPROX_LEARNABLE_R", "objpert_regularization"]
+__all__ = ["AutoChoice", "choose", "PURE_LEARNABLE_S", "APPROX_LEARNABLE_R", "objpert_regularization"]
 
-#: below this r = nε/d no pure ε-DP method beat the majority class in the table
-PURE_LEARNABLE_R = 25.0
+#: below this s = nε/d² no pure ε-DP method beat the majority class in the table
+PURE_LEARNABLE_S = 0.3
 #: below this r every (ε, δ) method was at or below the majority class on Adult
 APPROX_LEARNABLE_R = 5.0
 #: objective perturbation's best regularization was within ×3 of this constant over r
@@ -73,11 +77,12 @@ def choose(n: int, d: int, epsilon: float, delta: float) -> AutoChoice:
                 "in dpopt's measurements; expect a near-constant classifier (raise epsilon, or reduce d)"
             )
         return AutoChoice("dp-blsgd", None, warning)
-    if r >= PURE_LEARNABLE_R:
+    s = r / d
+    if s >= PURE_LEARNABLE_S:
         return AutoChoice("objpert", objpert_regularization(r), None)
     message = (
-        f"the budget is too small to learn a linear model at this size: n*epsilon/d = {n}*{epsilon:g}/{d} "
-        f"= {r:.3g} < {PURE_LEARNABLE_R:g}, below which no pure epsilon-DP method beat the majority class "
+        f"the budget is too small to learn a linear model at this size: n*epsilon/d^2 = {n}*{epsilon:g}/{d}^2 "
+        f"= {s:.3g} < {PURE_LEARNABLE_S:g}, below which no pure epsilon-DP method beat the majority class "
         "in dpopt's measurements"
     )
     return AutoChoice(

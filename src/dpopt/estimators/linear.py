@@ -373,7 +373,7 @@ class DPLogisticRegression(_DPLinearClassifier):
     method:
         ``"auto"`` (the measured table of :mod:`dpopt.estimators._auto`: ``"dp-blsgd"``
         when ``delta > 0``; else ``"objpert"`` with regularization following n·ε/d, or
-        the private majority class with a :class:`UtilityWarning` when n·ε/d < 25) or one
+        the private majority class with a :class:`UtilityWarning` when n·ε/d² < 0.3) or one
         of ``dp-gd, dp-hb, dp-nag, dp-nag-opt, dp-masg, dp-masg-opt`` (kuru2022,
         pure ε-DP, replace-one), ``dp-blsgd, dp-blgd, dp-blsgd-ac`` (chen2020),
         ``dp-sgd, dp-agd, objpert, outpert`` (baselines).
