@@ -31,6 +31,7 @@ class Progress:
         self._last = -float("inf")
         self._shown = self.start  # when anything was last written
         self._status = (0, 0, "starting")
+        self._open = False
         #: held while writing (and by whoever must not fork in the middle of a write)
         self.lock = threading.RLock()
 
@@ -58,6 +59,7 @@ class Progress:
                 self.stream.write(text + "\n")
             self.stream.flush()
             self._shown = now
+            self._open = self.interactive and not final  # a redrawn line waits for its end
 
     @contextlib.contextmanager
     def keepalive(self, interval: float = 4.0):
@@ -81,3 +83,8 @@ class Progress:
         finally:
             stop.set()
             thread.join()
+            if self._open:  # end a redrawn status line before anything else is printed
+                with self.lock:
+                    self.stream.write("\n")
+                    self.stream.flush()
+                    self._open = False

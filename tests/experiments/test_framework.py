@@ -89,3 +89,16 @@ def test_keepalive_repeats_the_status_while_nothing_finishes():
         time.sleep(0.2)
     assert quiet.stream.getvalue() == ""
 
+
+
+def test_keepalive_ends_its_redrawn_line_on_a_terminal():
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    progress = Progress("job", stream=Terminal())
+    progress(2, 2, "done")
+    with progress.keepalive(interval=0.2):
+        time.sleep(0.5)  # writing the report after the last task
+    text = progress.stream.getvalue()
+    assert "… still running" in text and text.endswith("\n") and text.count("\r\033[K") >= 2
