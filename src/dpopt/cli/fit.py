@@ -216,10 +216,10 @@ def _split_item(item: str, option: str, form: str) -> tuple[str, str]:
 def _check_budget(args) -> tuple[str, float, float]:
     from .._validation import check_delta, check_nonnegative, check_positive
     from ..estimators import METHODS
-    from ..estimators._dispatch import needs_delta
+    from ..estimators._dispatch import check_epsilon, needs_delta
 
     try:
-        epsilon = check_positive("--epsilon", args.epsilon)
+        epsilon = check_epsilon("--epsilon", args.epsilon)
         delta = check_delta("--delta", args.delta)
         if args.regularization is not None:
             check_nonnegative("--regularization", args.regularization)

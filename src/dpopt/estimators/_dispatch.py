@@ -17,7 +17,17 @@ import numpy as np
 from ..objectives import L2, Objective, get_loss
 from ..result import DPResult
 
-__all__ = ["ACCELERATED", "LINESEARCH", "METHODS", "fit_linear", "needs_delta", "notion_of", "relation_of"]
+__all__ = [
+    "ACCELERATED",
+    "LINESEARCH",
+    "METHODS",
+    "EPSILON_RANGE",
+    "check_epsilon",
+    "fit_linear",
+    "needs_delta",
+    "notion_of",
+    "relation_of",
+]
 
 #: kuru2022 methods: pure ε-DP (δ = 0), replace-one relation.
 ACCELERATED = ("dp-gd", "dp-hb", "dp-nag", "dp-nag-opt", "dp-masg", "dp-masg-opt")
@@ -29,6 +39,22 @@ METHODS = ACCELERATED + LINESEARCH + CONSTANT
 
 # Line-search-family methods that are pure ε-DP and run with delta = 0.
 _PURE_LINESEARCH = ("objpert", "outpert")
+
+
+#: The ε every method is tested to fit with (tests/cli/test_extremes.py); outside it the noise
+#: scales over- or underflow in some method, so a fit is refused with a one-line error.
+EPSILON_RANGE = (1e-8, 1e8)
+
+
+def check_epsilon(name: str, value) -> float:
+    """``value`` as a float in :data:`EPSILON_RANGE`, else a one-line ``ValueError`` naming ``name``."""
+    from .._validation import check_positive
+
+    epsilon = check_positive(name, value)
+    lo, hi = EPSILON_RANGE
+    if not lo <= epsilon <= hi:
+        raise ValueError(f"{name} must be in [{lo:g}, {hi:g}] (the usable range), got {epsilon:g}")
+    return epsilon
 
 
 # Methods whose guarantee refers to the replace-one relation (the rest: add/remove one record).

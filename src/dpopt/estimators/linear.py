@@ -54,7 +54,7 @@ from ..result import Diagnostics
 from ._auto import choose as choose_auto
 from ._auto import objpert_regularization
 from ._budget import open_fit
-from ._dispatch import METHODS, fit_linear, needs_delta, notion_of, relation_of
+from ._dispatch import METHODS, check_epsilon, fit_linear, needs_delta, notion_of, relation_of
 
 __all__ = [
     "DPLogisticRegression",
@@ -103,8 +103,18 @@ class PrivacyLeakWarning(UserWarning):
     """A quantity was computed from the private data outside the privacy guarantee."""
 
 
+def _row_norms(X: np.ndarray) -> np.ndarray:
+    """‖x‖₂ of every row without overflow for entries up to the largest float (max|x|·‖x/max|x|‖)."""
+    peak = np.max(np.abs(X), axis=-1)
+    safe = np.where(peak > 0, peak, 1.0)
+    return peak * np.linalg.norm(X / safe[..., None], axis=-1)
+
+
 def _row_bound_of_box(lower: np.ndarray, upper: np.ndarray) -> float:
-    return float(np.linalg.norm(np.maximum(np.abs(lower), np.abs(upper))))
+    bound = float(_row_norms(np.maximum(np.abs(lower), np.abs(upper))))
+    if not math.isfinite(bound):
+        raise ValueError("bounds are too large: the box's largest row norm overflows; use smaller units")
+    return bound
 
 
 class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
@@ -152,7 +162,7 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         return self.method
 
     def _check_params(self) -> tuple[str, float, float]:
-        epsilon = check_positive("epsilon", self.epsilon)
+        epsilon = check_epsilon("epsilon", self.epsilon)
         delta = check_delta("delta", self.delta)
         if self.regularization is not None:
             check_nonnegative("regularization", self.regularization)
@@ -181,8 +191,10 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
     def _clip(self, X: np.ndarray) -> np.ndarray:
         if self._box_ is not None:
             X = np.clip(X, *self._box_)
-        norms = np.linalg.norm(X, axis=1)
-        scale = np.minimum(1.0, self.row_bound_ / np.maximum(norms, np.finfo(float).tiny))
+        norms = _row_norms(X)
+        over = norms > self.row_bound_
+        scale = np.ones_like(norms)
+        scale[over] = self.row_bound_ / norms[over]
         return X * scale[:, None]
 
     def _design(self, X: np.ndarray) -> np.ndarray:
@@ -230,7 +242,7 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         if self._box_ is not None:
             self.row_bound_ = _row_bound_of_box(*self._box_)
             return []
-        self.row_bound_ = float(np.linalg.norm(X, axis=1).max()) or 1.0
+        self.row_bound_ = float(_row_norms(X).max()) or 1.0
         if not math.isfinite(self.row_bound_):
             raise ValueError("X has a row whose norm overflows; declare data_norm= or bounds= to clip it")
         warnings.warn(
