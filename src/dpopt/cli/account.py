@@ -7,13 +7,23 @@ a list of events), and it prints ε (and δ) under every accountant that applies
 The PLD accountant's ε (a proven upper bound, with its optimistic lower bound
 beside it) is the tightest for (ε, δ) logs; where part of a log has no exact
 PLD, the line below the table says which part the RDP accountant produced.
+
+A file that states its guarantee (a model, a privacy record, a ledger) is
+re-checked: its event log is re-accounted with the stated notion at the stated
+δ, and a log that gives a larger ε than the file states is an error (the file
+was edited, or its guarantee does not hold).  Parameters outside the range
+where the accountants' arithmetic is exact (e.g. a noise multiplier of 1e-300)
+are refused with one line naming the parameter and the usable range.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import warnings
 from pathlib import Path
+
+import numpy as np
 
 from ..privacy import PLDAccountant, PureDPAccountant, RDPAccountant, ZCDPAccountant
 from ..privacy import events as ev
@@ -73,14 +83,77 @@ def _mechanism_event(args) -> ev.Event:
     return step if args.steps == 1 else ev.SelfComposed(step, args.steps)
 
 
-def load_events(path: Path) -> ev.Event:
-    """Read a ledger, a privacy record, one event or a list of events as one composed event."""
+#: Usable range of a mechanism's ε-like ratio (sensitivity/scale, ε) and of a Gaussian noise multiplier
+#: (σ/sensitivity): outside it some accountant's arithmetic over- or underflows.
+USABLE = (1e-8, 1e8)
+
+
+def _check_ranges(args) -> None:
+    """One-line errors for values outside :data:`USABLE` (or not finite and positive)."""
+    lo, hi = USABLE
+
+    def within(label: str, value: float) -> None:
+        if not (math.isfinite(value) and lo <= value <= hi):
+            raise UserError(f"{label} must be in [{lo:g}, {hi:g}] (the usable range), got {value:g}")
+
+    for name in ("sigma", "scale", "sensitivity", "epsilon", "epsilon1", "epsilon2", "sigma1", "sigma2"):
+        value = getattr(args, name, None)
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise UserError(f"--{name} must be a finite number > 0, got {value:g}")
+    for name in ("epsilon", "epsilon1", "epsilon2", "target_epsilon"):
+        if getattr(args, name, None) is not None:
+            within(f"--{name.replace('_', '-')}", getattr(args, name))
+    if args.mechanism in ("laplace", "vector-laplace") and args.scale is not None:
+        within("--sensitivity/--scale (the mechanism's epsilon)", args.sensitivity / args.scale)
+    if args.mechanism == "gaussian" and args.sigma is not None:
+        within("--sigma/--sensitivity (the noise multiplier)", args.sigma / args.sensitivity)
+    for name in ("sigma1", "sigma2"):
+        if args.mechanism == "svt-gaussian" and getattr(args, name) is not None:
+            within(f"--{name}", getattr(args, name))
+
+
+def _read(path: Path):
     try:
-        data = json.loads(Path(path).read_text())
+        return json.loads(Path(path).read_text())
     except FileNotFoundError as exc:
         raise UserError(f"no such file: {path}") from exc
     except json.JSONDecodeError as exc:
         raise UserError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno})") from exc
+
+
+def stated_guarantee(data) -> dict | None:
+    """``{"epsilon", "delta", "notion"}`` a model, privacy record or ledger file states, else None."""
+    if isinstance(data, dict) and isinstance(data.get("privacy"), dict):
+        data = data["privacy"]  # a saved model file
+    if isinstance(data, dict) and isinstance(data.get("spent"), dict):
+        data = data["spent"]  # a ledger
+    if isinstance(data, dict) and {"epsilon", "delta", "notion"} <= set(data):
+        return {k: data[k] for k in ("epsilon", "delta", "notion")}
+    return None
+
+
+def check_stated(event: ev.Event, stated: dict, path) -> str:
+    """Re-account ``event`` with the stated notion at the stated δ; refuse a log that gives more ε."""
+    notion, epsilon, delta = stated["notion"], stated["epsilon"], stated["delta"]
+    accountants = {"pure": PureDPAccountant, "rdp": RDPAccountant, "zcdp": ZCDPAccountant, "pld": PLDAccountant}
+    if notion not in accountants or not isinstance(epsilon, int | float) or not isinstance(delta, int | float):
+        raise UserError(f"{path} states a guarantee this dpopt cannot check: {stated}")
+    try:
+        acc = _quietly(lambda: accountants[notion]().compose(event))
+        derived = _quietly(lambda: float(acc.get_epsilon() if notion == "pure" else acc.get_epsilon(delta)))
+    except (ValueError, TypeError, ArithmeticError, MemoryError) as exc:
+        raise UserError(f"{path}: its event log cannot be accounted as {notion} ({exc})") from None
+    if derived > epsilon * (1.0 + 1e-9):
+        raise UserError(
+            f"{path} states epsilon={epsilon:.6g} but its event log gives epsilon={derived:.6g} under {notion} "
+            f"accounting at delta={delta:g}: the stated guarantee does not hold (edited or wrong file)"
+        )
+    return f"stated     epsilon = {epsilon:.6g} ({notion}, delta = {delta:g}): the event log gives {derived:.6g}"
+
+
+def load_events(path: Path) -> ev.Event:
+    """Read a ledger, a privacy record, one event or a list of events as one composed event."""
+    data = _read(path)
     if isinstance(data, dict) and "privacy" in data and isinstance(data["privacy"], dict):
         data = data["privacy"]  # a saved model file
     if isinstance(data, dict) and "events" in data:
@@ -95,28 +168,43 @@ def load_events(path: Path) -> ev.Event:
     return events[0] if len(events) == 1 else ev.Composed(events)
 
 
+def _quietly(compute):
+    """``compute()`` with floating-point warnings silenced: a NaN or an over-range input is reported by the
+    caller as "outside this accountant's numeric range" instead of a traceback or a warning on stderr."""
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return compute()
+
+
 def evaluate(event: ev.Event, delta: float, target_epsilon: float | None = None) -> list[dict]:
     """ε (and δ at ``target_epsilon``) of ``event`` under every accountant that applies."""
     rows = []
     accountants = (("pure", PureDPAccountant), ("rdp", RDPAccountant), ("zcdp", ZCDPAccountant), ("pld", PLDAccountant))
     for name, accountant in accountants:
-        try:
+
+        def compute(name=name, accountant=accountant):
             acc = accountant().compose(event)
-            epsilon = acc.get_epsilon() if name == "pure" else acc.get_epsilon(delta)
+            row = {
+                "accountant": name,
+                "applies": True,
+                "epsilon": float(acc.get_epsilon() if name == "pure" else acc.get_epsilon(delta)),
+                "delta": 0.0 if name == "pure" else delta,
+            }
+            if target_epsilon is not None:
+                row["delta_at_target"] = float(acc.get_delta(target_epsilon))
+            if name == "pld":
+                row["epsilon_optimistic"] = float(acc.get_epsilon_bounds(delta)[0])
+                row["produced_by"] = acc.describe()
+            return row
+
+        try:
+            row = _quietly(compute)
         except (ValueError, TypeError) as exc:
-            rows.append({"accountant": name, "applies": False, "reason": str(exc)})
-            continue
-        row = {
-            "accountant": name,
-            "applies": True,
-            "epsilon": float(epsilon),
-            "delta": 0.0 if name == "pure" else delta,
-        }
-        if target_epsilon is not None:
-            row["delta_at_target"] = float(acc.get_delta(target_epsilon))
-        if name == "pld":
-            row["epsilon_optimistic"] = float(acc.get_epsilon_bounds(delta)[0])
-            row["produced_by"] = acc.describe()
+            row = {"accountant": name, "applies": False, "reason": str(exc)}
+        except (ArithmeticError, MemoryError):
+            row = None
+        if row is None or any(isinstance(v, float) and math.isnan(v) for v in row.values()):
+            row = {"accountant": name, "applies": False, "reason": "outside this accountant's numeric range"}
         rows.append(row)
     return rows
 
@@ -126,14 +214,19 @@ def run(args) -> int:
         raise UserError("give exactly one of --events FILE and --mechanism NAME")
     if not 0.0 < args.delta < 1.0:
         raise UserError(f"--delta must be in (0, 1), got {args.delta}")
+    _check_ranges(args)
+    stated = stated_guarantee(_read(args.events)) if args.events else None
     try:
         event = load_events(args.events) if args.events else _mechanism_event(args)
+        verdict = check_stated(event, stated, args.events) if stated else None
         rows = evaluate(event, args.delta, args.target_epsilon)
     except (ValueError, TypeError) as exc:
         raise UserError(str(exc)) from exc
     if args.json:
-        print(json.dumps({"event": event.to_dict(), "results": rows}, indent=2))
+        print(json.dumps({"event": event.to_dict(), "results": rows, "stated": stated}, indent=2))
         return 0
+    if verdict:
+        print(verdict)
     print(f"{'accountant':<11} {'epsilon':>12} {'delta':>10}" + ("  delta@target" if args.target_epsilon else ""))
     for row in rows:
         if not row["applies"]:

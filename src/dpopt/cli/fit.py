@@ -254,13 +254,19 @@ def disclosures(schema, n_rows: int, dropped: bool) -> list[str]:
     return out
 
 
-def load_encoded(args, command: str) -> tuple:
+def load_encoded(args, command: str, pending: list | None = None) -> tuple:
     """Read and encode ``--data`` as the data options say: (schema, X, y, rows read).
 
     Shared by ``dpopt fit`` and ``dpopt tune``.  Refuses undeclared columns and
     labels outside ``--classes``; warns (as ``dpopt COMMAND``, whatever
-    ``--quiet``) about numeric ranges read from the data and ``--missing drop``.
+    ``--quiet``) about numeric ranges read from the data and ``--missing drop``
+    — or, given a list ``pending``, appends those warnings to it for the caller
+    to print once something is released (a refused run releases nothing, and
+    prints one line).
     """
+    def say(message: str) -> None:
+        warn(command, message) if pending is None else pending.append((message, "warning"))
+
     from ..datasets.preprocess import learn_schema
 
     bounds = parse_bounds(args.bounds)
@@ -296,16 +302,14 @@ def load_encoded(args, command: str) -> tuple:
         raise UserError(f"target column {args.target!r} has fewer than 2 classes: nothing to classify")
     if schema.data_derived_bounds:
         names = schema.data_derived_bounds
-        warn(
-            command,
+        say(
             "no --bounds declared for numeric column(s) "
             + ", ".join(names)
             + ": their min/max were computed from the data, which leaks privacy outside the guarantee; "
             "declare ranges from domain knowledge, e.g. --bounds " + " ".join(f"{c}=LO:HI" for c in names),
         )
     if args.missing == "drop":
-        warn(
-            command,
+        say(
             "--missing drop: the number of rows left depends on which records have missing values; it is "
             "disclosed in the model, outside the guarantee (--missing impute keeps every row)",
         )
@@ -315,6 +319,7 @@ def load_encoded(args, command: str) -> tuple:
 def run(args) -> int:
     from ..estimators import DPHuberSVC, DPLogisticRegression, UtilityWarning
     from ..estimators.persist import save_model
+    from ..privacy import BudgetExceededError
     from ..progress import Progress
 
     method, epsilon, delta = _check_budget(args)
@@ -322,7 +327,8 @@ def run(args) -> int:
     if not (out.parent if str(out.parent) else Path(".")).is_dir():
         raise UserError(f"--out folder {str(out.parent)!r} does not exist")
 
-    schema, X, y, _ = load_encoded(args, "fit")
+    pending: list[tuple[str, str]] = []
+    schema, X, y, _ = load_encoded(args, "fit", pending)
     dropped = args.missing == "drop"
 
     estimator_class = DPLogisticRegression if args.model == "logistic" else DPHuberSVC
@@ -342,11 +348,15 @@ def run(args) -> int:
         warnings.simplefilter("always")
         try:
             estimator.fit(X, y)
-        except ValueError as exc:
+        except (ValueError, BudgetExceededError, RuntimeError) as exc:
             raise UserError(" ".join(str(exc).split())) from None
-    for w in caught:
-        kind = "utility warning" if issubclass(w.category, UtilityWarning) else "warning"
-        warn("fit", str(w.message).replace("classes= (every", "--classes A,B,... (every"), kind)
+    pending += [
+        (
+            str(w.message).replace("classes= (every", "--classes A,B,... (every"),
+            "utility warning" if issubclass(w.category, UtilityWarning) else "warning",
+        )
+        for w in caught
+    ]
     progress(1, 1, "fitted")
 
     record = estimator.privacy_record()
@@ -372,8 +382,10 @@ def run(args) -> int:
             data=data,
             disclosed=disclosed,
         )
-    except OSError as exc:
+    except (OSError, ValueError) as exc:
         raise UserError(f"cannot write the model to {out}: {exc}") from None
+    for message, kind in pending:
+        warn("fit", message, kind)
     if not args.quiet:
         _summary(estimator, record, X.shape[0], data, [*record["disclosed"], *disclosed], out)
     return 0

@@ -50,11 +50,19 @@ def check_epsilon(name: str, value) -> float:
     """``value`` as a float in :data:`EPSILON_RANGE`, else a one-line ``ValueError`` naming ``name``."""
     from .._validation import check_positive
 
-    epsilon = check_positive(name, value)
-    lo, hi = EPSILON_RANGE
-    if not lo <= epsilon <= hi:
-        raise ValueError(f"{name} must be in [{lo:g}, {hi:g}] (the usable range), got {epsilon:g}")
-    return epsilon
+    return check_in(name, check_positive(name, value), *EPSILON_RANGE)
+
+
+#: The row bounds (declared or read) and regularization the coefficients stay finite with.
+ROW_BOUND_RANGE = (1e-100, 1e100)
+REGULARIZATION_MAX = 1e8
+
+
+def check_in(name: str, value: float, lo: float, hi: float) -> float:
+    """``value`` if in [``lo``, ``hi``], else a one-line ``ValueError`` naming ``name`` and the range."""
+    if not lo <= value <= hi:
+        raise ValueError(f"{name} must be in [{lo:g}, {hi:g}] (the usable range), got {value:g}")
+    return value
 
 
 # Methods whose guarantee refers to the replace-one relation (the rest: add/remove one record).

@@ -54,7 +54,17 @@ from ..result import Diagnostics
 from ._auto import choose as choose_auto
 from ._auto import objpert_regularization
 from ._budget import open_fit
-from ._dispatch import METHODS, check_epsilon, fit_linear, needs_delta, notion_of, relation_of
+from ._dispatch import (
+    METHODS,
+    REGULARIZATION_MAX,
+    ROW_BOUND_RANGE,
+    check_epsilon,
+    check_in,
+    fit_linear,
+    needs_delta,
+    notion_of,
+    relation_of,
+)
 
 __all__ = [
     "DPLogisticRegression",
@@ -165,7 +175,8 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         epsilon = check_epsilon("epsilon", self.epsilon)
         delta = check_delta("delta", self.delta)
         if self.regularization is not None:
-            check_nonnegative("regularization", self.regularization)
+            mu = check_nonnegative("regularization", self.regularization)
+            check_in("regularization", mu, 0.0, REGULARIZATION_MAX)
         method = self._resolved_method()
         if method != "auto" and needs_delta(method) and delta == 0.0:
             raise ValueError(f"method {method!r} gives (epsilon, delta)-DP: set delta > 0 (e.g. 1e-6)")
@@ -267,6 +278,7 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         classes, disclosed = self._label_set(y)
         self._box_ = self._box(X.shape[1])
         disclosed += self._row_bound(X)
+        check_in("the row bound (data_norm, or that of bounds or the data)", self.row_bound_, *ROW_BOUND_RANGE)
         # Binary: one problem, classes[1] positive.  K > 2: one-vs-rest, each on a child budget (ε/K, δ/K).
         positives = classes[1:] if len(classes) == 2 else classes
         Z = self._design(X)
