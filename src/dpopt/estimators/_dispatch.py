@@ -83,7 +83,7 @@ def relation_of(method: str) -> str:
 
 def notion_of(method: str, delta: float) -> str:
     """The accountant ``method`` composes its events with at budget δ = ``delta`` ("pure": δ unused)."""
-    if method in ACCELERATED or method == "objpert" or delta == 0.0:
+    if method in ACCELERATED + CONSTANT or method == "objpert" or delta == 0.0:
         return "pure"
     return "zcdp" if method == "dp-agd" else "rdp"
 
