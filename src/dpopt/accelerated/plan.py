@@ -24,6 +24,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._validation import check_int, check_nonnegative, check_positive
+from ..privacy import FixedSizeSampler, Ledger
+from ..privacy import events as ev
+from ..privacy.calibration import fit_scales_to_budget
 from . import allocation, schedules
 from .bounds import optimized_bound
 from .coefficients import coefficients, log_coefficients
@@ -196,6 +199,12 @@ def make_plan(
             allocation.uniform_budgets(epsilon, T), sensitivity=S1, n=n, batch_size=m
         )
     T_run = alloc.iterations
+    sampler, unit = FixedSizeSampler(m, n), S1 / m
+    scales = fit_scales_to_budget(
+        alloc.scales,
+        lambda b: [sampler.wrap(ev.Laplace(bt, unit)) for bt in b.tolist()],
+        lambda: Ledger(epsilon, relation="replace_one"),
+    )
     return Plan(
         method=name,
         epsilon=epsilon,
@@ -206,7 +215,7 @@ def make_plan(
         stages=np.asarray(stages, dtype=int),
         restarts=schedules.restart_flags(stages),
         budgets=alloc.budgets,
-        scales=alloc.scales,
+        scales=scales,
         sensitivity=S1,
         n=n,
         batch_size=m,

@@ -6,7 +6,8 @@ data-dependent release elsewhere in dpopt goes through :mod:`.mechanisms`
 Metropolis MCMC), which charges a :class:`Ledger` before it returns anything.
 """
 
-from . import calibration, events, mcmc, mechanisms, pld, pure, rdp, sampling, zcdp
+from . import accountant, calibration, events, mcmc, mechanisms, pld, pure, rdp, sampling, zcdp
+from .accountant import Accountant, Relation, make_accountant, register_accountant
 from .ledger import RELATIONS, BudgetExceededError, Ledger, PrivacySpent
 from .pld import PLDAccountant
 from .pure import PureDPAccountant
@@ -16,6 +17,11 @@ from .zcdp import ZCDPAccountant
 
 __all__ = [
     "events",
+    "accountant",
+    "Accountant",
+    "Relation",
+    "make_accountant",
+    "register_accountant",
     "mechanisms",
     "mcmc",
     "calibration",

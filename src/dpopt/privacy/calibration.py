@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+import numpy as np
 from scipy import optimize, special
 
 from .. import _validation as val
@@ -39,6 +40,7 @@ __all__ = [
     "kuru2022_step_epsilon",
     "kuru2022_laplace_scale",
     "calibrate_sigma_for",
+    "fit_scales_to_budget",
 ]
 
 # Search range for noise multipliers, and the relative tolerance of the root.
@@ -218,6 +220,38 @@ def calibrate_laplace_scale(
     per_step = epsilon / steps
     eps0 = invert_amplification(per_step, rate)
     return sensitivity / eps0
+
+
+def fit_scales_to_budget(scales, events_for, new_ledger, *, max_ulps: int = 1 << 20):
+    """``scales`` enlarged by the fewest ulps for which a fresh ledger accepts all their events.
+
+    A budget split into per-step noise scales is exact only up to rounding:
+    the cost a ledger recomputes from each scale can exceed its share by an
+    ulp, and T such ulps can take the sum just over the budget.  Rather than
+    letting the ledger tolerate a relative slack, the split is made exact
+    where it is made: every scale is multiplied by (1 + k·2⁻⁵²) for the
+    smallest k in {0, 1, 2, 4, …} such that ``new_ledger()`` accepts
+    ``events_for(scales)`` charged in order (by the ledger's own arithmetic).
+
+    ``events_for`` maps an array of scales to the list of events a run will
+    charge; ``new_ledger`` returns an empty :class:`~dpopt.privacy.Ledger`
+    with the run's budget.
+    """
+    from .ledger import BudgetExceededError
+
+    base = np.asarray(scales, dtype=float)
+    k = 0
+    while k <= max_ulps:
+        trial = base * (1.0 + k * 2.0**-52) if k else base
+        ledger = new_ledger()
+        try:
+            for event in events_for(trial):
+                ledger.charge(event)
+        except BudgetExceededError:
+            k = 2 * k if k else 1
+            continue
+        return trial
+    raise ValueError("the noise scales do not fit the budget even after rounding corrections")
 
 
 def _check_sizes(n, m) -> tuple[int, int]:

@@ -18,6 +18,7 @@ multiplier of 4.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, fields
 from typing import ClassVar
 
@@ -41,6 +42,7 @@ __all__ = [
     "from_json",
     "POISSON",
     "WITHOUT_REPLACEMENT",
+    "scale_for_epsilon",
 ]
 
 POISSON = "poisson"
@@ -97,6 +99,21 @@ def from_dict(data: dict) -> Event:
 def from_json(text: str) -> Event:
     """Rebuild an event from :meth:`Event.to_json` output."""
     return from_dict(json.loads(text))
+
+
+def scale_for_epsilon(sensitivity: float, epsilon: float) -> float:
+    """The smallest noise scale b with ``sensitivity / b <= epsilon`` in floating point.
+
+    b = Δ/ε rounded can give Δ/b = ε·(1 + 2⁻⁵²); the ledger compares exactly,
+    so scales computed from a budget are rounded *up* here until the cost an
+    accountant recomputes from them is within the budget.
+    """
+    sensitivity = check_positive("sensitivity", sensitivity)
+    epsilon = check_positive("epsilon", epsilon)
+    scale = sensitivity / epsilon
+    while sensitivity / scale > epsilon:
+        scale = math.nextafter(scale, math.inf)
+    return scale
 
 
 @dataclass(frozen=True)
@@ -260,7 +277,8 @@ class AboveThreshold(Event):
         epsilon1 = check_positive("epsilon1", epsilon1)
         epsilon2 = check_positive("epsilon2", epsilon2)
         sensitivity = check_positive("sensitivity", sensitivity)
-        return cls("laplace", sensitivity / epsilon1, sensitivity / epsilon2, sensitivity)
+        return cls("laplace", scale_for_epsilon(sensitivity, epsilon1),
+                   scale_for_epsilon(sensitivity, epsilon2), sensitivity)
 
     @classmethod
     def gaussian(cls, sigma1: float, sigma2: float, sensitivity: float = 1.0) -> AboveThreshold:

@@ -5,6 +5,18 @@ DESIGN.md invariant 2: :meth:`Ledger.charge` raises
 would overspend, and a refused charge changes nothing.  The mechanisms in
 :mod:`dpopt.privacy.mechanisms` charge first and draw noise second.
 
+A ledger is made at the top (estimator, command, experiment) and handed down;
+a part of its budget is handed on as :meth:`Ledger.child`, a sub-ledger whose
+every charge is also charged to its parent, so the root's event log is the
+one composed record of the run.
+
+The budget check compares *exactly*: a charge is accepted iff the ε the
+accountant would then report is ≤ the budget, computed by the same
+arithmetic that :meth:`Ledger.spent` later uses (no relative slack).  Budget
+splits that must add up exactly are made exact where they are made (see
+:func:`~dpopt.privacy.events.scale_for_epsilon` and
+:func:`~dpopt.privacy.calibration.fit_scales_to_budget`).
+
 A ledger describes the privacy of *one* run.  When an experiment runs R
 independent repetitions as a batch dimension, every repetition makes the same
 releases at the same noise scales, so one ledger describes each of them.
@@ -17,26 +29,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_choice, check_delta, check_positive
+from .._validation import check_delta, check_positive
 from . import events as ev
+from .accountant import Accountant, AccountantBase, Relation, make_accountant, required_relation
 from .pure import PureDPAccountant
 from .rdp import RDPAccountant, rdp_budget_per_order
-from .zcdp import ZCDPAccountant
+from .zcdp import ZCDPAccountant  # noqa: F401  (registers "zcdp")
 
-__all__ = ["Ledger", "BudgetExceededError", "PrivacySpent", "RELATIONS"]
+__all__ = ["Ledger", "BudgetExceededError", "PrivacySpent", "RELATIONS", "Relation"]
 
 #: Neighbouring relations with a fixed meaning; a ledger also accepts a free-text
 #: relation for a paper's own adjacency (e.g. "||b - b'||_inf <= b_max").
-RELATIONS = {
-    "add_remove": "datasets differ by adding or removing one record",
-    "replace_one": "datasets of equal size differ in one record",
-}
-
-_ACCOUNTANTS = {"pure": PureDPAccountant, "rdp": RDPAccountant, "zcdp": ZCDPAccountant}
-
-# Relative slack when comparing spent against budget: a budget split into T
-# parts that are charged back must be accepted despite rounding.
-_RELATIVE_SLACK = 1e-9
+RELATIONS = Relation.STANDARD
 
 
 class BudgetExceededError(RuntimeError):
@@ -65,75 +69,153 @@ class Ledger:
     Parameters
     ----------
     epsilon, delta:
-        The total budget.  ``accountant="pure"`` needs ``delta == 0`` and
-        composes pure ε-DP; ``"rdp"`` and ``"zcdp"`` need ``delta > 0`` and
-        report (ε, δ)-DP through their conversion.
+        The total budget.  A pure-DP accountant needs ``delta == 0``; the
+        others (RDP, zCDP, PLD) need ``delta > 0`` and report (ε, δ)-DP
+        through their conversion.
     accountant:
-        ``"pure"``, ``"rdp"`` (:class:`~dpopt.privacy.rdp.RDPAccountant`) or
-        ``"zcdp"`` (:class:`~dpopt.privacy.zcdp.ZCDPAccountant`).
+        An accountant instance with nothing composed yet (anything with the
+        :class:`~dpopt.privacy.accountant.Accountant` interface), or a
+        registered name: ``"pure"``
+        (:class:`~dpopt.privacy.pure.PureDPAccountant`), ``"rdp"``
+        (:class:`~dpopt.privacy.rdp.RDPAccountant`), ``"zcdp"``
+        (:class:`~dpopt.privacy.zcdp.ZCDPAccountant`), ``"pld"``.
     relation:
         The neighbouring relation the charged events' sensitivities refer to
         (DESIGN.md invariant 4): ``"add_remove"``, ``"replace_one"`` or a free
-        text for a paper's own adjacency.
+        text for a paper's own adjacency (a :class:`Relation`).  Subsampled
+        events must use the scheme whose amplification holds under it
+        (Poisson: add/remove; fixed-size without replacement: replace-one);
+        under a paper's own adjacency no subsampling is accepted.
     orders:
-        RDP orders for ``accountant="rdp"`` (default
+        RDP orders for ``accountant="rdp"`` given by name (default
         :data:`dpopt.privacy.rdp.DEFAULT_ORDERS`).
+    filter_order:
+        For runs whose events depend on earlier releases (adaptive budgets):
+        the one RDP order, fixed before the run from public quantities (see
+        :func:`dpopt.privacy.rdp.best_order`), at which every charge is
+        checked.  This is the Rényi filter of Feldman & Zrnic 2021, Thm 3.1,
+        proven for one fixed order: if the composed RDP at α stays ≤ B(α), the
+        budget converted at α, the whole run is (α, B(α))-RDP, hence (ε, δ)-DP.
+        Accepting a charge that fits at *any* of several orders is not covered
+        by that theorem, so without ``filter_order`` an RDP ledger must only
+        see event sequences fixed in advance.  With it, :meth:`spent` reports
+        the filter's guarantee — the budget (ε, δ) — once anything is charged.
     """
 
     def __init__(
         self,
         epsilon: float,
         delta: float = 0.0,
-        accountant: str = "pure",
+        accountant="pure",
         *,
-        relation: str = "add_remove",
+        relation="add_remove",
         orders=None,
+        filter_order=None,
     ):
         self.epsilon = check_positive("epsilon", epsilon)
         self.delta = check_delta("delta", delta)
-        self.accountant_name = check_choice("accountant", accountant, tuple(_ACCOUNTANTS))
-        if accountant == "pure" and self.delta != 0.0:
+        options = {} if orders is None else {"orders": orders}
+        template = make_accountant(accountant, **options)
+        self._template = template.copy()
+        self.accountant_name = str(template.notion)
+        if isinstance(template, PureDPAccountant) and self.delta != 0.0:
             raise ValueError("delta must be 0 for a pure-DP ledger; use accountant='rdp' for (ε, δ)")
-        if accountant != "pure" and self.delta == 0.0:
-            raise ValueError(f"delta must be in (0, 1) for accountant={accountant!r}")
-        if not isinstance(relation, str) or not relation:
-            raise ValueError("relation must be a non-empty string")
-        self.relation = relation
-        self._accountant = self._new_accountant(orders)
+        if not isinstance(template, PureDPAccountant) and self.delta == 0.0:
+            raise ValueError(f"delta must be in (0, 1) for accountant={self.accountant_name!r}")
+        self.relation = Relation(relation)
+        self.filter_order = None
+        if filter_order is not None:
+            if not isinstance(template, RDPAccountant):
+                raise ValueError("filter_order applies to an RDP ledger (accountant='rdp')")
+            template.order_index(filter_order)  # ValueError naming the order if it is not a grid order
+            self.filter_order = float(filter_order)
+        self._accountant = self._template.copy()
         self._events: list[ev.Event] = []
+        self._spent_epsilon = 0.0
+        self._parent: Ledger | None = None
 
-    def _new_accountant(self, orders=None):
-        if self.accountant_name == "rdp":
-            return RDPAccountant(orders)
-        return _ACCOUNTANTS[self.accountant_name]()
+    # -- children -----------------------------------------------------------
+    def child(self, epsilon: float, delta: float | None = None) -> Ledger:
+        """A sub-budget of (ε, δ) whose every charge is also charged to this ledger.
+
+        The child composes its own events with a fresh accountant of this
+        ledger's type and checks its own budget; a charge is accepted only if
+        the child *and* every ancestor can afford it, and is then recorded in
+        all of them (so this ledger's log is the composed record of all its
+        children).  A refused charge changes none of them.  ``delta`` defaults
+        to 0 for a pure-DP ledger and to this ledger's δ otherwise.
+        """
+        if delta is None:
+            delta = 0.0 if isinstance(self._template, PureDPAccountant) else self.delta
+        kid = Ledger(
+            epsilon, delta, self._template.copy(), relation=self.relation,
+            filter_order=self.filter_order,
+        )  # fmt: skip
+        kid._parent = self
+        return kid
+
+    @property
+    def parent(self) -> Ledger | None:
+        """The ledger this one charges too (``None`` for a root ledger)."""
+        return self._parent
 
     # -- charging ---------------------------------------------------------
-    def _epsilon_of(self, accountant) -> float:
-        return float(accountant.get_epsilon(self.delta) if self.delta else accountant.get_epsilon())
+    def _epsilon_after(self, event: ev.Event) -> float:
+        acc = self._accountant
+        if self.filter_order is not None:
+            return acc.epsilon_after(event, self.delta, order=self.filter_order)
+        if isinstance(acc, AccountantBase):
+            return acc.epsilon_after(event, self.delta)
+        trial = acc.copy().compose(event)
+        return float(trial.get_epsilon(self.delta) if self.delta else trial.get_epsilon())
 
-    def _trial(self, event: ev.Event):
-        trial = self._accountant.copy().compose(event)
-        return trial, self._epsilon_of(trial)
+    def _check_relation(self, event: ev.Event) -> None:
+        needed = required_relation(event)
+        if needed is not None and needed != self.relation:
+            scheme = "Poisson" if needed == Relation.ADD_REMOVE else "fixed-size without-replacement"
+            raise ValueError(
+                f"{scheme} subsampling amplification holds under the {needed} relation, "
+                f"but this ledger's relation is {str(self.relation)!r}; sample with the scheme "
+                "that matches the relation (DESIGN.md invariant 6)"
+            )
 
-    def _within_budget(self, epsilon: float) -> bool:
-        return epsilon <= self.epsilon * (1.0 + _RELATIVE_SLACK)
+    def _refusal(self, event: ev.Event):
+        """(ledger, ε after) of the first ledger on the chain to the root that cannot afford ``event``."""
+        chain, node = [], self
+        while node is not None:
+            after = node._epsilon_after(event)
+            if not after <= node.epsilon:
+                return node, after, chain
+            chain.append((node, after))
+            node = node._parent
+        return None, None, chain
 
     def can_afford(self, event: ev.Event) -> bool:
         """Whether :meth:`charge` would accept ``event`` now (charges nothing)."""
-        return self._within_budget(self._trial(event)[1])
+        self._check_relation(event)
+        return self._refusal(event)[0] is None
 
     def charge(self, event: ev.Event) -> ev.Event:
-        """Record ``event``, or raise :class:`BudgetExceededError` and change nothing."""
+        """Record ``event`` here and in every ancestor, or raise and change nothing.
+
+        Raises :class:`BudgetExceededError` if this ledger or an ancestor
+        cannot afford it, ``ValueError`` if the accountant has no guarantee
+        for it or its subsampling scheme does not match the relation.
+        """
         if not isinstance(event, ev.Event):
             raise TypeError(f"event must be a privacy Event, got {type(event).__name__}")
-        trial, after = self._trial(event)
-        if not self._within_budget(after):
+        self._check_relation(event)
+        refused, after, chain = self._refusal(event)
+        if refused is not None:
+            which = "this ledger" if refused is self else "a parent ledger"
             raise BudgetExceededError(
-                f"charging {type(event).__name__} would spend epsilon={after:.6g} "
-                f"of a budget of {self.epsilon:.6g} (delta={self.delta:g}); nothing was released"
+                f"charging {type(event).__name__} would spend epsilon={after:.6g} of {which}'s "
+                f"budget of {refused.epsilon:.6g} (delta={refused.delta:g}); nothing was released"
             )
-        self._accountant = trial
-        self._events.append(event)
+        for node, eps in chain:
+            node._accountant.compose(event)
+            node._events.append(event)
+            node._spent_epsilon = eps
         return event
 
     # -- reporting ----------------------------------------------------------
@@ -143,14 +225,25 @@ class Ledger:
         return list(self._events)
 
     @property
+    def accountant(self) -> Accountant:
+        """A copy of the accountant holding everything charged so far."""
+        return self._accountant.copy()
+
+    @property
     def notion(self) -> str:
         return self.accountant_name
 
     def spent(self) -> PrivacySpent:
-        """The guarantee of everything charged so far, as (ε, δ)."""
+        """The guarantee of everything charged so far, as (ε, δ).
+
+        A filter ledger (``filter_order``) reports its budget: the Rényi
+        filter's guarantee does not shrink when a run stops early.
+        """
         if not self._events:
             return PrivacySpent(0.0, 0.0, self.notion)
-        return PrivacySpent(self._epsilon_of(self._accountant), self.delta, self.notion)
+        if self.filter_order is not None:
+            return PrivacySpent(self.epsilon, self.delta, self.notion)
+        return PrivacySpent(self._spent_epsilon, self.delta, self.notion)
 
     def remaining(self) -> PrivacySpent:
         """Budget ε minus spent ε (for RDP and zCDP a headroom, not an additive quantity)."""
@@ -160,34 +253,42 @@ class Ledger:
         """(orders, room): per RDP order, how much more RDP fits in the (ε, δ) budget.
 
         This is the per-order budget ε_tot(α) minus the spent RDP of chen2020
-        §4.3; a further event fits iff its curve is ≤ room at some order.
+        §4.3.  For a filter ledger only the filter order is returned (the only
+        order whose room counts, Feldman & Zrnic 2021, Thm 3.1); otherwise a
+        further event of fixed cost fits iff its curve is ≤ room at some order.
         """
-        if self.accountant_name != "rdp":
+        if not isinstance(self._accountant, RDPAccountant):
             raise ValueError("remaining_rdp is defined for accountant='rdp' ledgers")
         orders = self._accountant.orders
-        budget = rdp_budget_per_order(orders, self.epsilon, self.delta)
-        return orders, budget - self._accountant.rdp
+        room = rdp_budget_per_order(orders, self.epsilon, self.delta) - self._accountant.rdp
+        if self.filter_order is not None:
+            i = self._accountant.order_index(self.filter_order)
+            return orders[i : i + 1].copy(), room[i : i + 1]
+        return orders, room
 
     def replay(self) -> PrivacySpent:
-        """Re-run a fresh accountant over the event log; equals :meth:`spent` exactly."""
-        accountant = self._new_accountant(getattr(self._accountant, "orders", None))
+        """Re-charge the event log into a fresh ledger of the same kind; equals :meth:`spent` exactly."""
+        fresh = Ledger(
+            self.epsilon, self.delta, self._template.copy(), relation=self.relation,
+            filter_order=self.filter_order,
+        )  # fmt: skip
         for event in self._events:
-            accountant.compose(event)
-        if not self._events:
-            return PrivacySpent(0.0, 0.0, self.notion)
-        return PrivacySpent(self._epsilon_of(accountant), self.delta, self.notion)
+            fresh.charge(event)
+        return fresh.spent()
 
     # -- serialization --------------------------------------------------------
     def to_dict(self) -> dict:
         out = {
             "budget": {"epsilon": self.epsilon, "delta": self.delta},
             "accountant": self.accountant_name,
-            "relation": self.relation,
+            "relation": str(self.relation),
             "spent": self.spent().to_dict(),
             "events": [e.to_dict() for e in self._events],
         }
-        if self.accountant_name == "rdp":
+        if isinstance(self._accountant, RDPAccountant):
             out["orders"] = [float(a) for a in self._accountant.orders]
+        if self.filter_order is not None:
+            out["filter_order"] = self.filter_order
         return out
 
     def to_json(self, **kwargs) -> str:
@@ -202,6 +303,7 @@ class Ledger:
             data["accountant"],
             relation=data.get("relation", "add_remove"),
             orders=data.get("orders"),
+            filter_order=data.get("filter_order"),
         )
         for item in data.get("events", []):
             ledger.charge(ev.from_dict(item))

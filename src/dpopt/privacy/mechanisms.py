@@ -80,7 +80,7 @@ def _scale_from(scale, epsilon, sensitivity: float) -> float:
         raise ValueError("give exactly one of scale and epsilon")
     if scale is not None:
         return check_positive("scale", scale)
-    return sensitivity / check_positive("epsilon", epsilon)
+    return ev.scale_for_epsilon(sensitivity, check_positive("epsilon", epsilon))
 
 
 def _draw_vector_laplace(rng: np.random.Generator, scale: float, shape: tuple) -> np.ndarray:

@@ -6,6 +6,7 @@ import math
 
 from .._validation import check_int, check_nonnegative, check_rate
 from . import events as ev
+from .accountant import AccountantBase, register_accountant
 
 __all__ = ["PureDPAccountant", "pure_epsilon", "amplify_pure", "invert_amplification"]
 
@@ -84,7 +85,7 @@ def pure_epsilon(event: ev.Event) -> float:
     raise ValueError(f"no pure-DP guarantee is known for event {type(event).__name__}")
 
 
-class PureDPAccountant:
+class PureDPAccountant(AccountantBase):
     """Adds up pure-DP costs by sequential composition.
 
     The running total uses compensated (Neumaier) summation, so splitting ε
@@ -110,13 +111,34 @@ class PureDPAccountant:
         self._add(count * pure_epsilon(event))
         return self
 
-    def _add(self, term: float) -> None:
+    def _added(self, term: float) -> tuple[float, float]:
+        """(total, carry) after a Neumaier-compensated addition of ``term``."""
         total = self._total + term
         if abs(self._total) >= abs(term):
-            self._carry += (self._total - total) + term
-        else:
-            self._carry += (term - total) + self._total
-        self._total = total
+            return total, self._carry + ((self._total - total) + term)
+        return total, self._carry + ((term - total) + self._total)
+
+    def _add(self, term: float) -> None:
+        self._total, self._carry = self._added(term)
+
+    def supports(self, event: ev.Event) -> bool:
+        """Whether ``event`` has a pure-DP guarantee."""
+        try:
+            pure_epsilon(event)
+        except (ValueError, TypeError):
+            return False
+        return True
+
+    def epsilon_after(self, event: ev.Event, delta: float = 0.0) -> float:
+        """The ε after composing ``event``, by the same arithmetic as :meth:`compose` (composes nothing)."""
+        total, carry = self._added(pure_epsilon(event))
+        return total + carry
+
+    def describe(self) -> str:
+        return (
+            "pure epsilon-DP: epsilons add up (sequential composition), subsampled events "
+            "amplified by ln(1 + q(e^eps - 1))"
+        )
 
     def copy(self) -> PureDPAccountant:
         other = PureDPAccountant()
@@ -130,3 +152,9 @@ class PureDPAccountant:
     def get_delta(self, epsilon: float) -> float:
         """0 if the composed ε is within ``epsilon``, else 1 (pure DP gives no partial δ)."""
         return 0.0 if self.get_epsilon() <= epsilon else 1.0
+
+    def __repr__(self) -> str:
+        return f"PureDPAccountant(epsilon={self.get_epsilon():.6g})"
+
+
+register_accountant("pure", PureDPAccountant)

@@ -43,6 +43,7 @@ from scipy import special
 
 from .. import _validation as val
 from . import events as ev
+from .accountant import AccountantBase, register_accountant
 from .pure import amplify_pure, pure_epsilon
 
 __all__ = [
@@ -61,6 +62,7 @@ __all__ = [
     "rdp_to_epsilon",
     "rdp_to_delta",
     "rdp_budget_per_order",
+    "best_order",
 ]
 
 _FRACTIONAL_ORDERS = (
@@ -627,12 +629,34 @@ def _check_conversion_delta(delta) -> float:
     return delta
 
 
-def _epsilon_prop1(a: np.ndarray, r: np.ndarray, delta: float) -> np.ndarray:
-    return r + math.log(1.0 / delta) / (a - 1.0)
+def _conversion_terms(a: np.ndarray, delta: float) -> tuple:
+    """Per-order constants of the ε conversions at ``delta`` (read-only arrays).
+
+    ``(c, l, m)`` with prop1 ε = r + c and CKS ε = (r + l) − m, evaluated in
+    exactly this order everywhere (:func:`rdp_to_epsilon`,
+    :meth:`RDPAccountant.epsilon_after`), so a budget check and the reported ε
+    agree to the last bit.
+    """
+    c = math.log(1.0 / delta) / (a - 1.0)
+    l = np.log1p(-1.0 / a)
+    m = (math.log(delta) + np.log(a)) / (a - 1.0)
+    for x in (c, l, m):
+        x.setflags(write=False)
+    return c, l, m
 
 
-def _epsilon_cks(a: np.ndarray, r: np.ndarray, delta: float) -> np.ndarray:
-    return r + np.log1p(-1.0 / a) - (math.log(delta) + np.log(a)) / (a - 1.0)
+def _epsilons(r: np.ndarray, terms: tuple, delta: float, method: str = "best") -> np.ndarray:
+    """ε at every order for the curve ``r`` (inf where undefined); see :func:`rdp_to_epsilon`."""
+    c, l, m = terms
+    with np.errstate(invalid="ignore"):
+        if method == "prop1":
+            eps = r + c
+        elif method == "cks":
+            eps = (r + l) - m
+        else:
+            eps = np.minimum(r + c, (r + l) - m)
+            eps = np.where(delta * delta >= -np.expm1(-r), 0.0, eps)
+    return np.where(np.isnan(eps), np.inf, eps)
 
 
 def rdp_to_epsilon(orders, rdp, delta: float, method: str = "best") -> tuple[float, float]:
@@ -652,15 +676,7 @@ def rdp_to_epsilon(orders, rdp, delta: float, method: str = "best") -> tuple[flo
     a, r = _check_curve(orders, rdp)
     delta = _check_conversion_delta(delta)
     val.check_choice("method", method, ("best", "prop1", "cks"))
-    with np.errstate(invalid="ignore"):
-        if method == "prop1":
-            eps = _epsilon_prop1(a, r, delta)
-        elif method == "cks":
-            eps = _epsilon_cks(a, r, delta)
-        else:
-            eps = np.minimum(_epsilon_prop1(a, r, delta), _epsilon_cks(a, r, delta))
-            eps = np.where(delta * delta >= -np.expm1(-r), 0.0, eps)
-    eps = np.where(np.isnan(eps), np.inf, eps)
+    eps = _epsilons(r, _conversion_terms(a, delta), delta, method)
     best = int(np.argmin(eps))
     return max(0.0, float(eps[best])), float(a[best])
 
@@ -703,10 +719,24 @@ def rdp_budget_per_order(orders, epsilon: float, delta: float) -> np.ndarray:
     return np.maximum(prop1, cks)
 
 
+def best_order(event: ev.Event, delta: float, orders=None) -> float:
+    """The order at which ``event``'s RDP curve converts to the smallest ε at ``delta``.
+
+    For a Rényi filter the order must be fixed before the run (Feldman & Zrnic
+    2021, Thm 3.1 is proven for one order α); evaluated on a *planned*
+    composition — built from public quantities only (budget, planned steps,
+    noise scales, rates) — this choice reveals nothing about the data.
+    """
+    if not isinstance(event, ev.Event):
+        raise TypeError(f"event must be a privacy Event, got {type(event).__name__}")
+    a = _check_orders(orders)
+    return rdp_to_epsilon(a, _curve(event, a), delta)[1]
+
+
 # --------------------------------------------------------------------------- accountant
 
 
-class RDPAccountant:
+class RDPAccountant(AccountantBase):
     """Running RDP curve of a sequence of events (Rényi composition, chen2020 Lemma 3).
 
     >>> from dpopt.privacy import events as ev
@@ -728,6 +758,7 @@ class RDPAccountant:
         self._orders = a
         self._key = tuple(a.tolist())
         self._rdp = np.zeros_like(a)
+        self._terms: dict = {}
 
     @property
     def orders(self) -> np.ndarray:
@@ -756,7 +787,61 @@ class RDPAccountant:
     def copy(self) -> RDPAccountant:
         other = RDPAccountant.__new__(RDPAccountant)
         other._orders, other._key, other._rdp = self._orders, self._key, self._rdp.copy()
+        other._terms = self._terms
         return other
+
+    def _terms_at(self, delta: float) -> tuple:
+        terms = self._terms.get(delta)
+        if terms is None:
+            terms = self._terms[delta] = _conversion_terms(
+                self._orders, _check_conversion_delta(delta)
+            )
+        return terms
+
+    def order_index(self, order: float) -> int:
+        """The position of ``order`` in :attr:`orders` (``ValueError`` if it is not there)."""
+        hits = np.flatnonzero(self._orders == float(order))
+        if hits.size == 0:
+            raise ValueError(f"order {order!r} is not one of this accountant's orders")
+        return int(hits[0])
+
+    def _epsilon_of(self, curve: np.ndarray, delta: float, order: float | None) -> float:
+        terms = self._terms_at(delta)
+        if order is not None:
+            i = self.order_index(order)
+            curve, terms = curve[i : i + 1], tuple(t[i : i + 1] for t in terms)
+        return max(0.0, float(np.min(_epsilons(curve, terms, delta))))
+
+    def epsilon_after(self, event: ev.Event, delta: float, *, order: float | None = None) -> float:
+        """The ε :meth:`get_epsilon` would report after composing ``event`` (composes nothing).
+
+        Same arithmetic as :meth:`compose` then :func:`rdp_to_epsilon`, from
+        cached per-order conversion constants, without copying the
+        accountant.  With ``order``, the ε of the conversion at that one order
+        (a Rényi filter's check).
+        """
+        return self._epsilon_of(self._rdp + _curve(event, self._orders, self._key), delta, order)
+
+    def epsilon_at(self, delta: float, order: float) -> float:
+        """The ε of the composed curve converted at one ``order`` only."""
+        return self._epsilon_of(self._rdp, delta, order)
+
+    def supports(self, event: ev.Event) -> bool:
+        """Whether an RDP curve is known for ``event``."""
+        if not isinstance(event, ev.Event):
+            return False
+        try:
+            _curve(event, self._orders, self._key)
+        except (ValueError, TypeError):
+            return False
+        return True
+
+    def describe(self) -> str:
+        a = self._orders
+        return (
+            f"Renyi DP at {a.size} orders in [{a.min():g}, {a.max():g}], converted to (epsilon, delta) "
+            "by the better of Mironov 2017 Prop. 3 and Canonne-Kamath-Steinke 2020 Prop. 12"
+        )
 
     def get_epsilon_and_order(self, delta: float) -> tuple[float, float]:
         """(ε, optimal order) at ``delta`` by :func:`rdp_to_epsilon` (``"best"``)."""
@@ -772,3 +857,6 @@ class RDPAccountant:
 
     def __repr__(self) -> str:
         return f"RDPAccountant(orders={len(self._orders)} orders)"
+
+
+register_accountant("rdp", RDPAccountant)

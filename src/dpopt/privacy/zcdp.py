@@ -17,6 +17,7 @@ import math
 
 from .. import _validation as val
 from . import events as ev
+from .accountant import AccountantBase, register_accountant
 from .pure import pure_epsilon
 
 __all__ = [
@@ -100,7 +101,7 @@ def zcdp_rho(event: ev.Event) -> float:
     raise TypeError(f"event must be a privacy Event, got {type(event).__name__}")
 
 
-class ZCDPAccountant:
+class ZCDPAccountant(AccountantBase):
     """Adds up ρ over composed events and converts to (ε, δ) (Bun & Steinke 2016).
 
     >>> from dpopt.privacy import events as ev
@@ -142,5 +143,23 @@ class ZCDPAccountant:
         """The inverse of :meth:`get_epsilon` in δ (see :func:`delta_from_rho`)."""
         return delta_from_rho(self._rho, epsilon)
 
+    def epsilon_after(self, event: ev.Event, delta: float) -> float:
+        """The ε after composing ``event``, by the arithmetic of :meth:`compose` (composes nothing)."""
+        return epsilon_from_rho(self._rho + zcdp_rho(event), delta)
+
+    def supports(self, event: ev.Event) -> bool:
+        """Whether ``event`` has a zCDP guarantee here (subsampled events with rate < 1 do not)."""
+        try:
+            zcdp_rho(event)
+        except (ValueError, TypeError):
+            return False
+        return True
+
+    def describe(self) -> str:
+        return "zCDP: rho adds up, converted by eps = rho + 2 sqrt(rho log(1/delta)) (Bun & Steinke 2016)"
+
     def __repr__(self) -> str:
         return f"ZCDPAccountant(rho={self._rho:.6g})"
+
+
+register_accountant("zcdp", ZCDPAccountant)
