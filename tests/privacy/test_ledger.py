@@ -324,3 +324,107 @@ def test_fit_scales_to_budget_makes_a_split_exact(steps, epsilon):
         book.charge(e)
     assert book.spent().epsilon <= epsilon
     assert np.all(fitted >= naive) and np.all(fitted <= naive * (1 + 64 * 2.0**-52))
+
+
+@pytest.mark.parametrize("epsilon", [0.05, 0.2, 0.8, 1.6])
+@pytest.mark.parametrize(("steps", "rate", "clip"), [(100, 0.01, 1.0), (37, 0.1, 3.0), (1, 1.0, 0.7)])
+def test_calibrated_gaussian_steps_fit_the_ledger_exactly(epsilon, steps, rate, clip):
+    from dpopt.privacy.calibration import calibrate_gaussian_sigma
+
+    sigma = calibrate_gaussian_sigma(epsilon, 1e-8, steps=steps, rate=rate, sensitivity=clip)
+    step = ev.Gaussian(sigma, clip) if rate == 1.0 else ev.Subsampled(ev.Gaussian(sigma, clip), rate)
+    ledger = Ledger(epsilon, 1e-8, "rdp")
+    for _ in range(steps):
+        ledger.charge(step)  # no slack: the calibration's arithmetic is the ledger's
+    assert ledger.spent().epsilon <= epsilon
+    assert ledger.spent() == ledger.replay()
+    assert ledger.spent().epsilon == RDPAccountant().compose(ev.SelfComposed(step, steps)).get_epsilon(1e-8)
+
+
+def test_run_length_composition_equals_self_composition():
+    a, b = ev.Subsampled(ev.Gaussian(1.3), 0.02), ev.Laplace(5.0)
+    acc = RDPAccountant()
+    for e in [a] * 7 + [b] + [a] * 5:
+        before = acc.copy()
+        eps = acc.epsilon_after(e, 1e-6)
+        acc.compose(e)
+        assert eps == acc.get_epsilon(1e-6) and before.get_epsilon(1e-6) <= eps
+    expected = RDPAccountant().compose(ev.SelfComposed(a, 7)).compose(b).compose(ev.SelfComposed(a, 5))
+    np.testing.assert_array_equal(acc.rdp, expected.rdp)
+
+
+# --------------------------------------------------------------------------- Renyi filter
+
+
+_FIRST = ev.Subsampled(ev.Gaussian(2.0), 0.01)
+
+
+def _drifting_stream():
+    """Subsampled Gaussian steps (cheapest near order 21), then pure-DP steps (cheaper at large orders)."""
+    return [_FIRST] * 10 + [ev.Laplace(scale=100.0)] * 700
+
+
+def test_a_filter_checks_one_order_where_the_grid_would_accept_any():
+    from dpopt.privacy.rdp import filter_order, rdp_budget_per_order
+
+    epsilon, delta = 1.0, 1e-6
+    order = filter_order(_FIRST, epsilon, delta)
+    grid, filt = Ledger(epsilon, delta, "rdp"), Ledger(epsilon, delta, "rdp", filter_order=order)
+    accepted_grid = accepted_filter = 0
+    for event in _drifting_stream():
+        if grid.can_afford(event):
+            grid.charge(event)
+            accepted_grid += 1
+        if filt.can_afford(event):
+            filt.charge(event)
+            accepted_filter += 1
+    assert accepted_filter < accepted_grid  # the grid moved on to other orders
+    # the filter's composition fits the budget at its one order (Feldman & Zrnic 2021, Thm 3.1) ...
+    orders, room = filt.remaining_rdp()
+    assert list(orders) == [order] and room[0] >= 0.0
+    i = RDPAccountant().order_index(order)
+    assert grid.accountant.rdp[i] > rdp_budget_per_order([order], epsilon, delta)[0]
+    # ... and its guarantee is the filter's: the budget, reproduced by replay and by JSON
+    assert filt.spent().epsilon == epsilon and filt.replay() == filt.spent()
+    assert Ledger.from_json(filt.to_json()).spent() == filt.spent()
+
+
+def test_filter_order_is_fixed_before_the_run_and_up_the_chain():
+    ledger = Ledger(1.0, 1e-6, "rdp")
+    with pytest.raises(ValueError, match="not one of"):
+        ledger.fix_filter_order(3.33)
+    ledger.fix_filter_order(32.0)
+    kid = ledger.child(0.5)
+    assert kid.filter_order == 32.0
+    ledger.charge(ev.Gaussian(20.0))
+    with pytest.raises(ValueError, match="before anything"):
+        ledger.fix_filter_order(16.0)
+    with pytest.raises(ValueError, match="RDP"):
+        Ledger(1.0, filter_order=32.0)
+
+
+def test_a_filter_child_of_a_plain_ledger_charges_its_guarantee_once():
+    from dpopt.privacy.rdp import rdp_budget_per_order
+
+    root = Ledger(2.0, 1e-6, "rdp")
+    root.charge(ev.Gaussian(30.0))
+    kid = root.child(1.0)
+    kid.fix_filter_order(32.0)
+    bound = ev.RenyiBound(32.0, float(rdp_budget_per_order([32.0], 1.0, 1e-6)[0]))
+    assert root.events == [ev.Gaussian(30.0), bound]
+    spent_before = root.spent()
+    while kid.can_afford(ev.Gaussian(8.0)):
+        kid.charge(ev.Gaussian(8.0))
+    assert len(kid.events) > 1 and root.events == [ev.Gaussian(30.0), bound]  # adaptive events stay
+    assert root.spent() == spent_before and kid.spent().epsilon == 1.0
+    grandkid = kid.child(0.5)  # a child of a filter at the same order charges up to the filter
+    grandkid.fix_filter_order(32.0)
+    assert grandkid.events == [] and not grandkid._detached
+    # a parent that cannot afford the whole filter refuses it, and nothing changes
+    small = Ledger(0.5, 1e-6, "rdp")
+    greedy = small.child(1.0)
+    with pytest.raises(BudgetExceededError):
+        greedy.fix_filter_order(32.0)
+    assert small.events == [] and greedy.filter_order is None
+    assert json.loads(ev.RenyiBound(32.0, 0.5).to_json())["type"] == "renyi_bound"
+    assert ev.from_json(bound.to_json()) == bound

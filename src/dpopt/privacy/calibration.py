@@ -114,7 +114,11 @@ def calibrate_gaussian_sigma(
     a = rdp._check_orders(orders)
 
     def eps_of(z: float) -> float:
-        curve = steps * rdp.subsampled_gaussian_rdp(rate, z, a)
+        # The noise multiplier the released event carries, (z·Δ)/Δ, which can differ from z
+        # in the last bit; with it, steps·curve is bit-for-bit what a ledger composes from
+        # ``steps`` charges of that event (RDPAccountant's run-length composition).
+        z_event = (z * sensitivity) / sensitivity
+        curve = steps * rdp.subsampled_gaussian_rdp(rate, z_event, a)
         return rdp.rdp_to_epsilon(a, curve, delta)[0]
 
     z = _smallest_passing(

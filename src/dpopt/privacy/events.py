@@ -38,6 +38,7 @@ __all__ = [
     "Activated",
     "Composed",
     "SelfComposed",
+    "RenyiBound",
     "from_dict",
     "from_json",
     "POISSON",
@@ -387,3 +388,26 @@ class SelfComposed(Event):
         if not isinstance(self.event, Event):
             raise TypeError(f"event must be a privacy Event, got {type(self.event).__name__}")
         object.__setattr__(self, "count", check_int("count", self.count, minimum=1))
+
+
+@dataclass(frozen=True)
+class RenyiBound(Event):
+    """A release proven (``order``, ``rdp``)-RDP by other means.
+
+    A Rényi filter's whole run is one (α, B(α))-RDP release however its
+    adaptive events turn out (Feldman & Zrnic 2021, Thm 3.1); a parent ledger
+    composes a filter child through this event.  Its RDP curve is ``rdp`` at
+    every order ≤ α (the Rényi divergence is non-decreasing in the order) and
+    unbounded above α; it has no pure-DP or zCDP guarantee.
+    """
+
+    kind: ClassVar[str] = "renyi_bound"
+    order: float
+    rdp: float
+
+    def __post_init__(self):
+        order = check_positive("order", self.order)
+        if order <= 1.0:
+            raise ValueError(f"order must be in (1, inf), got {order!r}")
+        object.__setattr__(self, "order", order)
+        object.__setattr__(self, "rdp", check_positive("rdp", self.rdp))

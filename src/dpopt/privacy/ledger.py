@@ -133,6 +133,7 @@ class Ledger:
         self._events: list[ev.Event] = []
         self._spent_epsilon = 0.0
         self._parent: Ledger | None = None
+        self._detached = False  # charged to the parent once as a RenyiBound (fix_filter_order)
 
     # -- children -----------------------------------------------------------
     def child(self, epsilon: float, delta: float | None = None) -> Ledger:
@@ -153,6 +154,40 @@ class Ledger:
         )  # fmt: skip
         kid._parent = self
         return kid
+
+    def fix_filter_order(self, order: float) -> None:
+        """Make this RDP ledger a Rényi filter at ``order`` (see ``filter_order``), before any charge.
+
+        An adaptive algorithm calls this at its start with an order chosen
+        from its planned, public composition (:func:`~dpopt.privacy.rdp.filter_order`).
+        If every ancestor is a filter at the same order, charges keep flowing
+        up the chain.  Otherwise this ledger's whole run is charged to its
+        parent now, once, as the filter's guarantee
+        :class:`~dpopt.privacy.events.RenyiBound` (α, B(α)) — B(α) this
+        ledger's budget at α — and later charges stay here: an ancestor that
+        accepts a charge at whichever of its orders fits must not see the
+        adaptive events themselves (Feldman & Zrnic 2021, Thm 3.1 covers one
+        fixed order).  Raises ``BudgetExceededError`` (changing nothing) if
+        the parent cannot afford that guarantee.
+        """
+        if self._events:
+            raise ValueError("the filter order must be fixed before anything is charged")
+        if not isinstance(self._accountant, RDPAccountant):
+            raise ValueError("fix_filter_order applies to an RDP ledger (accountant='rdp')")
+        self._accountant.order_index(order)
+        order = float(order)
+        node = self._parent
+        while node is not None and node.filter_order == order:
+            node = None if node._detached else node._parent  # a detached filter answers for its chain
+        if node is not None:
+            bound = float(rdp_budget_per_order([order], self.epsilon, self.delta)[0])
+            if not bound > 0.0:
+                raise ValueError(
+                    f"the budget epsilon={self.epsilon:g}, delta={self.delta:g} is empty at order {order:g}"
+                )
+            self._parent.charge(ev.RenyiBound(order, bound))
+            self._detached = True
+        self.filter_order = order
 
     @property
     def parent(self) -> Ledger | None:
@@ -187,7 +222,7 @@ class Ledger:
             if not after <= node.epsilon:
                 return node, after, chain
             chain.append((node, after))
-            node = node._parent
+            node = None if node._detached else node._parent
         return None, None, chain
 
     def can_afford(self, event: ev.Event) -> bool:

@@ -62,7 +62,7 @@ __all__ = [
     "rdp_to_epsilon",
     "rdp_to_delta",
     "rdp_budget_per_order",
-    "best_order",
+    "filter_order",
 ]
 
 _FRACTIONAL_ORDERS = (
@@ -564,6 +564,8 @@ def _compute_curve(event: ev.Event, a: np.ndarray) -> np.ndarray:
         return total
     if isinstance(event, ev.SelfComposed):
         return event.count * _curve(event.event, a)
+    if isinstance(event, ev.RenyiBound):
+        return np.where(a <= event.order, event.rdp, np.inf)
     raise TypeError(f"no RDP curve is known for event type {type(event).__name__}")
 
 
@@ -719,18 +721,28 @@ def rdp_budget_per_order(orders, epsilon: float, delta: float) -> np.ndarray:
     return np.maximum(prop1, cks)
 
 
-def best_order(event: ev.Event, delta: float, orders=None) -> float:
-    """The order at which ``event``'s RDP curve converts to the smallest ε at ``delta``.
+def filter_order(step: ev.Event, epsilon: float, delta: float, orders=None) -> float:
+    """The order at which the most repetitions of ``step`` fit an (ε, δ) budget.
 
-    For a Rényi filter the order must be fixed before the run (Feldman & Zrnic
-    2021, Thm 3.1 is proven for one order α); evaluated on a *planned*
-    composition — built from public quantities only (budget, planned steps,
-    noise scales, rates) — this choice reveals nothing about the data.
+    For each order α the budget allows B(α)/ε_step(α) repetitions
+    (:func:`rdp_budget_per_order`); the order with the most is returned.  A
+    Rényi filter must fix its order before the run (Feldman & Zrnic 2021,
+    Thm 3.1 is proven for one order α); computed from a *planned* step —
+    public budgets, noise scales, rates and clipping bounds — this choice
+    reveals nothing about the data.  ``ValueError`` if not one step fits.
     """
-    if not isinstance(event, ev.Event):
-        raise TypeError(f"event must be a privacy Event, got {type(event).__name__}")
+    if not isinstance(step, ev.Event):
+        raise TypeError(f"step must be a privacy Event, got {type(step).__name__}")
     a = _check_orders(orders)
-    return rdp_to_epsilon(a, _curve(event, a), delta)[1]
+    budget = rdp_budget_per_order(a, epsilon, delta)
+    cost = _curve(step, a)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        repetitions = np.where(budget > 0.0, budget / cost, -np.inf)
+    repetitions = np.where(np.isnan(repetitions), -np.inf, repetitions)
+    best = int(np.argmax(repetitions))
+    if not repetitions[best] >= 1.0:
+        raise ValueError(f"not one step fits the budget epsilon={epsilon:g}, delta={delta:g} at any order")
+    return float(a[best])
 
 
 # --------------------------------------------------------------------------- accountant
@@ -758,6 +770,9 @@ class RDPAccountant(AccountantBase):
         self._orders = a
         self._key = tuple(a.tolist())
         self._rdp = np.zeros_like(a)
+        # Run-length composition: _rdp = _base + _count · curve(_last), so n charges of one
+        # event give exactly n·curve, the value calibration (and SelfComposed) computes.
+        self._base, self._last, self._count = self._rdp, None, 0
         self._terms: dict = {}
 
     @property
@@ -781,12 +796,25 @@ class RDPAccountant(AccountantBase):
         if not isinstance(event, ev.Event):
             raise TypeError(f"event must be a privacy Event, got {type(event).__name__}")
         count = val.check_int("count", count, minimum=1)
-        self._rdp += count * _curve(event, self._orders, self._key)
+        curve = _curve(event, self._orders, self._key)
+        if self._last is not None and (event is self._last or event == self._last):
+            self._count += count
+        else:
+            self._base, self._last, self._count = self._rdp, event, count
+        self._rdp = self._base + self._count * curve
         return self
+
+    def _curve_after(self, event: ev.Event) -> np.ndarray:
+        """The composed curve after one more ``event``, by the arithmetic of :meth:`compose`."""
+        curve = _curve(event, self._orders, self._key)
+        if self._last is not None and (event is self._last or event == self._last):
+            return self._base + (self._count + 1) * curve
+        return self._rdp + 1 * curve
 
     def copy(self) -> RDPAccountant:
         other = RDPAccountant.__new__(RDPAccountant)
-        other._orders, other._key, other._rdp = self._orders, self._key, self._rdp.copy()
+        other._orders, other._key, other._rdp = self._orders, self._key, self._rdp
+        other._base, other._last, other._count = self._base, self._last, self._count
         other._terms = self._terms
         return other
 
@@ -820,7 +848,7 @@ class RDPAccountant(AccountantBase):
         accountant.  With ``order``, the ε of the conversion at that one order
         (a Rényi filter's check).
         """
-        return self._epsilon_of(self._rdp + _curve(event, self._orders, self._key), delta, order)
+        return self._epsilon_of(self._curve_after(event), delta, order)
 
     def epsilon_at(self, delta: float, order: float) -> float:
         """The ε of the composed curve converted at one ``order`` only."""
