@@ -31,10 +31,10 @@ import numpy as np
 
 from .._validation import check_delta, check_positive
 from . import events as ev
+from . import pld, zcdp  # noqa: F401  (register "pld" and "zcdp")
 from .accountant import Accountant, AccountantBase, Relation, make_accountant, required_relation
 from .pure import PureDPAccountant
 from .rdp import RDPAccountant, rdp_budget_per_order
-from .zcdp import ZCDPAccountant  # noqa: F401  (registers "zcdp")
 
 __all__ = ["Ledger", "BudgetExceededError", "PrivacySpent", "RELATIONS", "Relation"]
 

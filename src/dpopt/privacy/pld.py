@@ -70,6 +70,7 @@ from scipy import special
 
 from .. import _validation as val
 from . import events as ev
+from .accountant import register_accountant
 from .rdp import RDPAccountant
 
 __all__ = [
@@ -889,3 +890,6 @@ class PLDAccountant:
 
     def __repr__(self) -> str:
         return f"PLDAccountant(discretization={self.discretization:g}, events={sum(self._pld_counts.values())})"
+
+
+register_accountant("pld", PLDAccountant)
