@@ -87,7 +87,7 @@ def _open_ledger(ledger, epsilon: float) -> Ledger:
             f"the releases need epsilon={epsilon:.6g} but the ledger has {ledger.remaining().epsilon:.6g} "
             "left; nothing was released"
         )
-    return ledger.child(epsilon) if hasattr(ledger, "child") else ledger
+    return ledger.child(epsilon, accountant="pure")  # pure ε releases: a pure-DP sub-budget
 
 
 def _batch(values: np.ndarray, repetitions: int | None) -> np.ndarray:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import copy
 
-from ..privacy import BudgetExceededError, Ledger
+from ..privacy import BudgetExceededError, Ledger, equal_share
 
 __all__ = ["FitBudget", "open_fit"]
 
@@ -43,7 +43,7 @@ class FitBudget:
 
     def share(self, parts: int) -> Ledger:
         """A child budget of (ε/parts, δ/parts) for one of ``parts`` sub-problems."""
-        return _child(self.ledger, self.epsilon / parts, self.delta / parts)
+        return _child(self.ledger, equal_share(self.epsilon, parts), equal_share(self.delta, parts))
 
     def commit(self) -> None:
         """Charge the staged events of this fit to the real ledger (they fit: the copy accepted them)."""

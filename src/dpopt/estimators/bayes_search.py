@@ -222,7 +222,7 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
                 PrivacyLeakWarning,
                 stacklevel=2,
             )
-        selection = book.child(epsilon) if hasattr(book, "child") else book
+        selection = book.child(epsilon, accountant="pure")  # the pure ε releases of the selection
 
         base = self.estimator
         extra = {}

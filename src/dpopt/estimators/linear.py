@@ -50,6 +50,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import as_generator, check_delta, check_nonnegative, check_positive
+from ..privacy import equal_share
 from ..result import Diagnostics
 from ._auto import choose as choose_auto
 from ._auto import objpert_regularization
@@ -291,8 +292,8 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
                 self._loss,
                 Z,
                 np.where(y == positive, 1.0, -1.0),
-                epsilon=epsilon / len(positives),
-                delta=budget.delta / len(positives),
+                epsilon=equal_share(epsilon, len(positives)),
+                delta=equal_share(budget.delta, len(positives)),
                 regularization=regularization,
                 rng=rng,
                 params=dict(self.method_params or {}),

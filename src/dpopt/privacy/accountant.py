@@ -21,6 +21,7 @@ refuses an event whose sampling scheme does not match its relation.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import ClassVar, Protocol, runtime_checkable
 
@@ -194,12 +195,14 @@ Relation.REPLACE_ONE = Relation("replace_one")
 _SCHEME_RELATION = {ev.POISSON: Relation.ADD_REMOVE, ev.WITHOUT_REPLACEMENT: Relation.REPLACE_ONE}
 
 
+@functools.lru_cache(maxsize=4096)
 def required_relation(event: ev.Event) -> Relation | None:
     """The one relation ``event``'s amplification holds under, or ``None`` if it needs none.
 
     Raises ``ValueError`` if ``event`` mixes subsampling schemes that need
     different relations (no single relation covers it).  A ``Subsampled``
     event with ``rate == 1`` is no subsampling and needs no relation.
+    Cached per event (events are immutable values).
     """
     found: set[Relation] = set()
     stack = [event]

@@ -25,18 +25,20 @@ releases at the same noise scales, so one ledger describes each of them.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
-from .._validation import check_delta, check_positive
+from .._validation import check_delta, check_int, check_nonnegative, check_positive
 from . import events as ev
 from . import pld, zcdp  # noqa: F401  (register "pld" and "zcdp")
 from .accountant import Accountant, AccountantBase, Relation, make_accountant, required_relation
 from .pure import PureDPAccountant
 from .rdp import RDPAccountant, rdp_budget_per_order
 
-__all__ = ["Ledger", "BudgetExceededError", "PrivacySpent", "RELATIONS", "Relation"]
+__all__ = ["Ledger", "BudgetExceededError", "PrivacySpent", "RELATIONS", "Relation", "equal_share"]
 
 #: Neighbouring relations with a fixed meaning; a ledger also accepts a free-text
 #: relation for a paper's own adjacency (e.g. "||b - b'||_inf <= b_max").
@@ -61,6 +63,21 @@ class PrivacySpent:
 
     def to_dict(self) -> dict:
         return {"epsilon": self.epsilon, "delta": self.delta, "notion": self.notion}
+
+
+def equal_share(total: float, parts: int) -> float:
+    """The largest float s with parts·s ≤ ``total`` in exact arithmetic: one of ``parts`` equal sub-budgets.
+
+    ``total/parts`` rounded to nearest can make the parts add up to a hair
+    more than the total, which an exact ledger then refuses; the share is
+    rounded down instead, so ``parts`` children of this budget always fit.
+    """
+    total = check_nonnegative("total", total)
+    parts = check_int("parts", parts)
+    share = total / parts
+    while share > 0.0 and Fraction(share) * parts > Fraction(total):
+        share = math.nextafter(share, 0.0)
+    return share
 
 
 class Ledger:
@@ -131,27 +148,28 @@ class Ledger:
             self.filter_order = float(filter_order)
         self._accountant = self._template.copy()
         self._events: list[ev.Event] = []
-        self._spent_epsilon = 0.0
+        self._spent_epsilon: float | None = 0.0
         self._parent: Ledger | None = None
         self._detached = False  # charged to the parent once as a RenyiBound (fix_filter_order)
 
     # -- children -----------------------------------------------------------
-    def child(self, epsilon: float, delta: float | None = None) -> Ledger:
+    def child(self, epsilon: float, delta: float | None = None, *, accountant=None) -> Ledger:
         """A sub-budget of (ε, δ) whose every charge is also charged to this ledger.
 
         The child composes its own events with a fresh accountant of this
-        ledger's type and checks its own budget; a charge is accepted only if
-        the child *and* every ancestor can afford it, and is then recorded in
-        all of them (so this ledger's log is the composed record of all its
-        children).  A refused charge changes none of them.  ``delta`` defaults
-        to 0 for a pure-DP ledger and to this ledger's δ otherwise.
+        ledger's type (or ``accountant``, a name or fresh instance: e.g. a
+        pure-DP child for pure releases inside an RDP run) and checks its own
+        budget; a charge is accepted only if the child *and* every ancestor
+        can afford it, and is then recorded in all of them (so this ledger's
+        log is the composed record of all its children).  A refused charge
+        changes none of them.  ``delta`` defaults to 0 for a pure-DP child and
+        to this ledger's δ otherwise.
         """
+        template = self._template.copy() if accountant is None else make_accountant(accountant)
         if delta is None:
-            delta = 0.0 if isinstance(self._template, PureDPAccountant) else self.delta
-        kid = Ledger(
-            epsilon, delta, self._template.copy(), relation=self.relation,
-            filter_order=self.filter_order,
-        )  # fmt: skip
+            delta = 0.0 if isinstance(template, PureDPAccountant) else self.delta
+        order = self.filter_order if isinstance(template, RDPAccountant) else None
+        kid = Ledger(epsilon, delta, template, relation=self.relation, filter_order=order)
         kid._parent = self
         return kid
 
@@ -195,14 +213,28 @@ class Ledger:
         return self._parent
 
     # -- charging ---------------------------------------------------------
-    def _epsilon_after(self, event: ev.Event) -> float:
+    def _fits(self, event: ev.Event) -> bool:
+        """Whether this ledger alone can afford ``event`` (exactly: no slack)."""
         acc = self._accountant
-        if self.filter_order is not None:
-            return acc.epsilon_after(event, self.delta, order=self.filter_order)
+        if isinstance(acc, RDPAccountant):
+            return acc.fits(event, self.epsilon, self.delta, order=self.filter_order)
+        if isinstance(acc, PureDPAccountant):
+            return acc.fits(event, self.epsilon)
         if isinstance(acc, AccountantBase):
-            return acc.epsilon_after(event, self.delta)
+            return acc.epsilon_after(event, self.delta) <= self.epsilon
         trial = acc.copy().compose(event)
-        return float(trial.get_epsilon(self.delta) if self.delta else trial.get_epsilon())
+        return float(trial.get_epsilon(self.delta) if self.delta else trial.get_epsilon()) <= self.epsilon
+
+    def _current_epsilon(self) -> float:
+        """The ε of everything charged, converted when first asked after a charge."""
+        if self._spent_epsilon is None:
+            acc = self._accountant
+            if isinstance(acc, RDPAccountant) and self.filter_order is not None:
+                eps = acc.epsilon_at(self.delta, self.filter_order)
+            else:
+                eps = acc.get_epsilon(self.delta) if self.delta else acc.get_epsilon()
+            self._spent_epsilon = float(eps)
+        return self._spent_epsilon
 
     def _check_relation(self, event: ev.Event) -> None:
         needed = required_relation(event)
@@ -215,15 +247,14 @@ class Ledger:
             )
 
     def _refusal(self, event: ev.Event):
-        """(ledger, ε after) of the first ledger on the chain to the root that cannot afford ``event``."""
+        """(first ledger up the chain that cannot afford ``event`` or None, the ledgers to charge)."""
         chain, node = [], self
         while node is not None:
-            after = node._epsilon_after(event)
-            if not after <= node.epsilon:
-                return node, after, chain
-            chain.append((node, after))
+            if not node._fits(event):
+                return node, chain
+            chain.append(node)
             node = None if node._detached else node._parent
-        return None, None, chain
+        return None, chain
 
     def can_afford(self, event: ev.Event) -> bool:
         """Whether :meth:`charge` would accept ``event`` now (charges nothing)."""
@@ -240,17 +271,19 @@ class Ledger:
         if not isinstance(event, ev.Event):
             raise TypeError(f"event must be a privacy Event, got {type(event).__name__}")
         self._check_relation(event)
-        refused, after, chain = self._refusal(event)
+        refused, chain = self._refusal(event)
         if refused is not None:
             which = "this ledger" if refused is self else "a parent ledger"
+            after = refused._accountant.copy().compose(event)
+            after = after.get_epsilon(refused.delta) if refused.delta else after.get_epsilon()
             raise BudgetExceededError(
                 f"charging {type(event).__name__} would spend epsilon={after:.6g} of {which}'s "
                 f"budget of {refused.epsilon:.6g} (delta={refused.delta:g}); nothing was released"
             )
-        for node, eps in chain:
+        for node in chain:
             node._accountant.compose(event)
             node._events.append(event)
-            node._spent_epsilon = eps
+            node._spent_epsilon = None
         return event
 
     # -- reporting ----------------------------------------------------------
@@ -278,7 +311,7 @@ class Ledger:
             return PrivacySpent(0.0, 0.0, self.notion)
         if self.filter_order is not None:
             return PrivacySpent(self.epsilon, self.delta, self.notion)
-        return PrivacySpent(self._spent_epsilon, self.delta, self.notion)
+        return PrivacySpent(self._current_epsilon(), self.delta, self.notion)
 
     def remaining(self) -> PrivacySpent:
         """Budget ε minus spent ε (for RDP and zCDP a headroom, not an additive quantity)."""

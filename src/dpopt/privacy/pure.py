@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import math
+from fractions import Fraction
 
 from .._validation import check_int, check_nonnegative, check_rate
 from . import events as ev
@@ -85,11 +87,19 @@ def pure_epsilon(event: ev.Event) -> float:
     raise ValueError(f"no pure-DP guarantee is known for event {type(event).__name__}")
 
 
-class PureDPAccountant(AccountantBase):
-    """Adds up pure-DP costs by sequential composition.
+@functools.lru_cache(maxsize=4096)
+def _cached_epsilon(event: ev.Event) -> Fraction:
+    """:func:`pure_epsilon` as an exact fraction, memoized per event (events are immutable values)."""
+    return Fraction(pure_epsilon(event))
 
-    The running total uses compensated (Neumaier) summation, so splitting ε
-    into T equal parts and charging them back adds up to ε to the last bits.
+
+class PureDPAccountant(AccountantBase):
+    """Adds up pure-DP costs by sequential composition, exactly.
+
+    The running total is the exact (rational) sum of the events' float costs,
+    so a budget check is exact (no rounding in either direction) and the
+    reported ε is that sum rounded to the nearest float, which never exceeds
+    a budget the sum is within.
 
     >>> from dpopt.privacy import events as ev
     >>> PureDPAccountant().compose(ev.Laplace(scale=2.0)).compose(ev.PureDP(0.5)).get_epsilon()
@@ -99,27 +109,20 @@ class PureDPAccountant(AccountantBase):
     notion = "pure"
 
     def __init__(self):
-        self._total = 0.0
-        self._carry = 0.0
+        self._exact = Fraction(0)
 
     def cost(self, event: ev.Event) -> float:
         """The ε this event would add (raises ``ValueError`` for non-pure events)."""
-        return pure_epsilon(event)
+        return float(_cached_epsilon(event))
 
     def compose(self, event: ev.Event, count: int = 1) -> PureDPAccountant:
         count = check_int("count", count)
-        self._add(count * pure_epsilon(event))
+        self._exact += count * _cached_epsilon(event)
         return self
 
-    def _added(self, term: float) -> tuple[float, float]:
-        """(total, carry) after a Neumaier-compensated addition of ``term``."""
-        total = self._total + term
-        if abs(self._total) >= abs(term):
-            return total, self._carry + ((self._total - total) + term)
-        return total, self._carry + ((term - total) + self._total)
-
-    def _add(self, term: float) -> None:
-        self._total, self._carry = self._added(term)
+    def fits(self, event: ev.Event, epsilon: float) -> bool:
+        """Whether the exact total after ``event`` is ≤ ``epsilon`` (composes nothing)."""
+        return self._exact + _cached_epsilon(event) <= Fraction(epsilon)
 
     def supports(self, event: ev.Event) -> bool:
         """Whether ``event`` has a pure-DP guarantee."""
@@ -131,8 +134,7 @@ class PureDPAccountant(AccountantBase):
 
     def epsilon_after(self, event: ev.Event, delta: float = 0.0) -> float:
         """The ε after composing ``event``, by the same arithmetic as :meth:`compose` (composes nothing)."""
-        total, carry = self._added(pure_epsilon(event))
-        return total + carry
+        return float(self._exact + _cached_epsilon(event))
 
     def describe(self) -> str:
         return (
@@ -142,12 +144,12 @@ class PureDPAccountant(AccountantBase):
 
     def copy(self) -> PureDPAccountant:
         other = PureDPAccountant()
-        other._total, other._carry = self._total, self._carry
+        other._exact = self._exact
         return other
 
     def get_epsilon(self, delta: float = 0.0) -> float:
         """Total ε (``delta`` is accepted for interface symmetry and ignored)."""
-        return self._total + self._carry
+        return float(self._exact)
 
     def get_delta(self, epsilon: float) -> float:
         """0 if the composed ε is within ``epsilon``, else 1 (pure DP gives no partial δ)."""

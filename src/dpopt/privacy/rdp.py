@@ -850,6 +850,40 @@ class RDPAccountant(AccountantBase):
         """
         return self._epsilon_of(self._curve_after(event), delta, order)
 
+    def _headroom(self, epsilon: float, delta: float) -> tuple:
+        """(B, margin): per-order RDP budget of (ε, δ) and a rounding margin, cached."""
+        key = ("headroom", epsilon, delta)
+        cached = self._terms.get(key)
+        if cached is None:
+            c, l, m = self._terms_at(delta)
+            budget = np.maximum(epsilon - c, (epsilon - l) + m)
+            margin = 1e-9 * (abs(epsilon) + np.abs(c) + np.abs(l) + np.abs(m) + np.abs(budget))
+            cached = self._terms[key] = (budget, margin)
+        return cached
+
+    def fits(self, event: ev.Event, epsilon: float, delta: float, *, order: float | None = None) -> bool:
+        """Whether ``epsilon_after(event, delta, order=order) <= epsilon``, mostly without converting.
+
+        The composed curve after ``event`` is compared with the cached
+        per-order budget B(α) (:func:`rdp_budget_per_order`); only when it is
+        within a rounding margin of B(α) at the deciding orders is the exact
+        conversion of :meth:`epsilon_after` computed, so the answer always
+        agrees with the ε later reported.
+        """
+        after = self._curve_after(event)
+        budget, margin = self._headroom(epsilon, delta)
+        slack = budget - after
+        if order is not None:
+            i = self.order_index(order)
+            slack, margin, low = slack[i : i + 1], margin[i : i + 1], after[i : i + 1]
+        else:
+            low = after
+        if np.any(slack >= margin):
+            return True
+        if delta * delta < 0.25 and np.all(slack < -margin) and low.min() > 2.0 * delta * delta:
+            return False  # above B at every order, and too large for the total-variation shortcut
+        return self._epsilon_of(after, delta, order) <= epsilon
+
     def epsilon_at(self, delta: float, order: float) -> float:
         """The ε of the composed curve converted at one ``order`` only."""
         return self._epsilon_of(self._rdp, delta, order)
