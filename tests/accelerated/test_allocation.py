@@ -9,6 +9,8 @@ import pytest
 
 from dpopt.accelerated import allocation as al
 from dpopt.accelerated import bounds, schedules
+from dpopt.accelerated import calibration as kc
+from dpopt.privacy import calibration as cal
 from dpopt.privacy.pure import amplify_pure
 
 L, MU = 5.0, 0.02
@@ -204,3 +206,36 @@ def test_bad_input():
         al.uniform_budgets(1.0, 2.5)
     with pytest.raises(ValueError, match="mu must be <= L"):
         schedules.masg_stages(10, L=1.0, mu=2.0)
+
+
+# ------------------------------------------------- eqs. (3.4)-(3.5) (moved from the privacy core)
+
+
+def test_kuru2022_equations():
+    epsilon, steps, n, m, s1 = 1.0, 100, 1000, 10, 4.0
+    eps0 = kc.step_epsilon(epsilon, steps, n, m)
+    assert eps0 == pytest.approx(math.log(1 + (math.exp(epsilon / steps) - 1) * n / m), rel=1e-14)
+    b = kc.laplace_scale(s1, epsilon, steps, n, m)
+    assert b == pytest.approx(s1 / (m * eps0), rel=1e-15)
+    # eq. (3.3): the per-iteration loss with this b is exactly epsilon / T
+    per_iter = math.log((math.exp(s1 / (b * m)) - 1) * m / n + 1)
+    assert per_iter == pytest.approx(epsilon / steps, rel=1e-12)
+    # m = n: no subsampling, eps0 = epsilon / T
+    assert kc.step_epsilon(epsilon, steps, n, n) == epsilon / steps
+    # calibrate_laplace_scale agrees with rate = m/n and sensitivity S1/m of the average
+    assert cal.calibrate_laplace_scale(
+        epsilon, sensitivity=s1 / m, steps=steps, rate=m / n
+    ) == pytest.approx(b, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: kc.step_epsilon(1.0, 10, 100, 200), "m"),
+        (lambda: kc.step_epsilon(1.0, 0, 100, 10), "steps"),
+        (lambda: kc.laplace_scale(0.0, 1.0, 10, 100, 10), "S1"),
+    ],
+)
+def test_kuru2022_calibration_bad_input(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()

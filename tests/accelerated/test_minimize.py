@@ -214,3 +214,24 @@ def test_budget_cannot_be_overspent(problem):
         algorithms.nesterov(oracle, np.zeros((1, 5)), plan.steps, plan.momenta, plan.scales)
     assert book.spent().epsilon <= 1.0 * (1 + 1e-9)
     assert len(book.events) == 5  # the sixth release was refused before drawing noise
+
+
+def test_runs_spend_from_a_given_ledger_and_refuse_before_any_release(problem):
+    session = Ledger(1.0, relation="replace_one")
+    runs = [minimize(problem, np.full(5, 3.0), 0.5, "nag-opt", feature_bound=B, iterations=40,
+                     batch_size=30, rng=k, ledger=session) for k in range(2)]
+    assert session.events == runs[0].events + runs[1].events  # the session's log is the composed record
+    assert all(r.privacy.epsilon == pytest.approx(0.5, rel=1e-12) for r in runs)
+    assert session.spent().epsilon <= 1.0
+    before = session.to_json()
+    with pytest.raises(BudgetExceededError, match="nothing was released"):
+        minimize(problem, np.full(5, 3.0), 0.5, "nag-opt", feature_bound=B, iterations=40, batch_size=30,
+                 rng=3, ledger=session)
+    assert session.to_json() == before
+    # an (epsilon, delta) session composes the pure run by its own accountant
+    rdp = Ledger(2.0, 1e-6, "rdp", relation="replace_one")
+    res = minimize(problem, np.full(5, 3.0), 0.5, "gd", feature_bound=B, iterations=20, rng=0, ledger=rdp)
+    assert res.privacy.notion == "pure" and rdp.events == res.events and 0 < rdp.spent().epsilon < 2.0
+    with pytest.raises(ValueError, match="relation"):
+        minimize(problem, np.full(5, 3.0), 0.5, "gd", feature_bound=B, iterations=20, rng=0,
+                 ledger=Ledger(1.0))

@@ -130,7 +130,7 @@ def test_rdp_calibration_is_never_below_analytic():
         )
 
 
-# ------------------------------------------------------------------ Laplace and kuru2022
+# ------------------------------------------------------------------ Laplace
 
 
 @pytest.mark.parametrize("steps, rate", [(1, 1.0), (100, 1.0), (100, 0.01), (5000, 0.3)])
@@ -143,23 +143,6 @@ def test_calibrate_laplace_scale_inverts_amplification(steps, rate):
     assert pure.amplify_pure(sens / scale, rate) == pytest.approx(epsilon / steps, rel=1e-12)
     if rate == 1.0:
         assert scale == pytest.approx(sens * steps / epsilon, rel=1e-15)
-
-
-def test_kuru2022_equations():
-    epsilon, steps, n, m, s1 = 1.0, 100, 1000, 10, 4.0
-    eps0 = cal.kuru2022_step_epsilon(epsilon, steps, n, m)
-    assert eps0 == pytest.approx(math.log(1 + (math.exp(epsilon / steps) - 1) * n / m), rel=1e-14)
-    b = cal.kuru2022_laplace_scale(s1, epsilon, steps, n, m)
-    assert b == pytest.approx(s1 / (m * eps0), rel=1e-15)
-    # eq. (3.3): the per-iteration loss with this b is exactly epsilon / T
-    per_iter = math.log((math.exp(s1 / (b * m)) - 1) * m / n + 1)
-    assert per_iter == pytest.approx(epsilon / steps, rel=1e-12)
-    # m = n: no subsampling, eps0 = epsilon / T
-    assert cal.kuru2022_step_epsilon(epsilon, steps, n, n) == epsilon / steps
-    # calibrate_laplace_scale agrees with rate = m/n and sensitivity S1/m of the average
-    assert cal.calibrate_laplace_scale(
-        epsilon, sensitivity=s1 / m, steps=steps, rate=m / n
-    ) == pytest.approx(b, rel=1e-12)
 
 
 # ------------------------------------------------------------------ bad input
@@ -185,11 +168,33 @@ def test_kuru2022_equations():
         (lambda: cal.calibrate_laplace_scale(0.0, sensitivity=1.0), ValueError, "epsilon"),
         (lambda: cal.calibrate_laplace_scale(1.0, sensitivity=-1.0), ValueError, "sensitivity"),
         (lambda: cal.calibrate_laplace_scale(1.0, sensitivity=1.0, rate=0), ValueError, "rate"),
-        (lambda: cal.kuru2022_step_epsilon(1.0, 10, 100, 200), ValueError, "m"),
-        (lambda: cal.kuru2022_step_epsilon(1.0, 0, 100, 10), ValueError, "steps"),
-        (lambda: cal.kuru2022_laplace_scale(0.0, 1.0, 10, 100, 10), ValueError, "S1"),
     ],
 )
 def test_bad_input(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+@pytest.mark.parametrize("accountant", ["pure", "rdp", "zcdp", "pld"])
+def test_calibrate_scale_inverts_any_accountant(accountant):
+    from dpopt.privacy import make_accountant
+
+    epsilon, delta = 0.8, (0.0 if accountant == "pure" else 1e-6)
+    if accountant == "pure":
+        def event_of(b):
+            return ev.SelfComposed(ev.Subsampled(ev.Laplace(b, 0.1), 0.05, "without_replacement"), 20)
+    elif accountant == "zcdp":
+        def event_of(s):
+            return ev.SelfComposed(ev.Gaussian(s, 1.0), 20)
+    else:
+        def event_of(s):
+            return ev.SelfComposed(ev.Subsampled(ev.Gaussian(s, 1.0), 0.05), 20)
+    scale = cal.calibrate_scale(event_of, epsilon, delta, accountant=accountant)
+
+    def eps(s):
+        acc = make_accountant(accountant).compose(event_of(s))
+        return acc.get_epsilon() if accountant == "pure" else acc.get_epsilon(delta)
+
+    assert eps(scale) <= epsilon < eps(scale * (1 - 1e-6))
+    with pytest.raises(ValueError, match="delta"):
+        cal.calibrate_scale(event_of, epsilon, 1e-5 if accountant == "pure" else 0.0, accountant=accountant)

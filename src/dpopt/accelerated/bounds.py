@@ -19,7 +19,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .._validation import check_finite_array, check_int, check_nonnegative, check_positive
-from ..privacy.calibration import kuru2022_step_epsilon
+from .calibration import step_epsilon
 from .coefficients import prefix_log_coefficients
 
 __all__ = [
@@ -136,7 +136,7 @@ def gradient_noise_bound(
 ):
     """ℰ_T = σ_s²(m, n) + 2 d S₁²/(m² ε₀²) of eq. (3.12), ε₀ from eq. (3.5)."""
     d = check_int("d", d)
-    eps0 = kuru2022_step_epsilon(epsilon, iterations, n, batch_size)
+    eps0 = step_epsilon(epsilon, iterations, n, batch_size)
     S1 = check_positive("sensitivity", sensitivity)
     return subsampling_variance(S1, batch_size, n) + 2.0 * d * S1**2 / (batch_size**2 * eps0**2)
 

@@ -56,6 +56,12 @@ def canonical_method(method: str) -> str:
     return METHODS[key]
 
 
+def laplace_events(scales, *, sensitivity: float, n: int, batch_size: int) -> list:
+    """One Laplace(b_t, S₁/m) event per scale, amplified by fixed-size sampling of m of n (eq. (3.3))."""
+    sampler, unit = FixedSizeSampler(batch_size, n), sensitivity / batch_size
+    return [sampler.wrap(ev.Laplace(b, unit)) for b in np.asarray(scales, dtype=float).tolist()]
+
+
 @dataclass(frozen=True)
 class Plan:
     """Everything a run does, iteration by iteration (arrays of length T = ``iterations``).
@@ -199,10 +205,9 @@ def make_plan(
             allocation.uniform_budgets(epsilon, T), sensitivity=S1, n=n, batch_size=m
         )
     T_run = alloc.iterations
-    sampler, unit = FixedSizeSampler(m, n), S1 / m
     scales = fit_scales_to_budget(
         alloc.scales,
-        lambda b: [sampler.wrap(ev.Laplace(bt, unit)) for bt in b.tolist()],
+        lambda b: laplace_events(b, sensitivity=S1, n=n, batch_size=m),
         lambda: Ledger(epsilon, relation="replace_one"),
     )
     return Plan(

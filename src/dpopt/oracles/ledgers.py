@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .._validation import check_delta, check_positive
-from ..privacy import Ledger
+from ..privacy import Ledger, make_accountant
 
 __all__ = ["run_ledger", "smallest_affordable_scale"]
 
@@ -15,9 +15,9 @@ def run_ledger(ledger, epsilon, delta, *, accountant: str, relation: str = "add_
     Without ``ledger`` a new one of ``accountant`` is made from (``epsilon``,
     ``delta``).  With a ledger and no ``epsilon`` the run plans with and spends
     the ledger's own budget.  With both, the run plans with (``epsilon``,
-    ``delta``) and spends from ``ledger.child(epsilon, delta)`` where the
-    ledger offers sub-budgets (otherwise from the ledger itself, which still
-    refuses anything beyond its own total).  A given ledger's relation must be
+    ``delta``) and spends from ``ledger.child(epsilon, delta)``, a child
+    whose own check uses ``accountant`` (δ = 0 for ``"pure"``) while the
+    ledger refuses anything beyond its own total.  A given ledger's relation must be
     ``relation``: the oracles' sensitivities are computed for it.
     """
     if ledger is None:
@@ -35,9 +35,13 @@ def run_ledger(ledger, epsilon, delta, *, accountant: str, relation: str = "add_
     if epsilon is None:
         return ledger, ledger.epsilon, ledger.delta
     epsilon = check_positive("epsilon", epsilon)
+    if accountant == "pure":
+        delta = 0.0
     delta = check_delta("delta", ledger.delta if delta is None else delta)
-    child = getattr(ledger, "child", None)
-    return (child(epsilon, delta) if child is not None else ledger), epsilon, delta
+    # The run checks its own (ε, δ) with its own notion (a pure run inside an RDP session is a
+    # pure-DP child); the ledger above checks the composition with its own.
+    options = {"orders": orders} if orders is not None and accountant == "rdp" else {}
+    return ledger.child(epsilon, delta, accountant=make_accountant(accountant, **options)), epsilon, delta
 
 
 def smallest_affordable_scale(ledger: Ledger, event_of, *, start: float, rel_tol: float = 1e-9) -> float:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import as_generator, check_int, check_positive
-from ..privacy import BudgetExceededError, Ledger
+from ..privacy import BudgetExceededError, Ledger, equal_share
 from ..privacy import events as ev
 from ..privacy import mechanisms as mech
 from ..privacy.mcmc import metropolis_exponential
@@ -285,7 +285,7 @@ def subgradient(
     """
     epsilon, R, rng, ledger = _setup(problem, epsilon, repetitions, rng, ledger)
     k = check_int("iterations", iterations)
-    per_step = epsilon / k
+    per_step = equal_share(epsilon, k)  # k draws add up to at most epsilon exactly
     if not ledger.can_afford(ev.SelfComposed(ev.Exponential(per_step), k)):
         raise BudgetExceededError(
             f"{k} exponential-mechanism draws at epsilon/k={per_step:.6g} exceed the ledger's "

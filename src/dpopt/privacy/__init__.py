@@ -8,7 +8,7 @@ Metropolis MCMC), which charges a :class:`Ledger` before it returns anything.
 
 from . import accountant, calibration, events, mcmc, mechanisms, pld, pure, rdp, sampling, zcdp
 from .accountant import Accountant, Relation, make_accountant, register_accountant
-from .ledger import RELATIONS, BudgetExceededError, Ledger, PrivacySpent, equal_share
+from .ledger import RELATIONS, BudgetExceededError, Ledger, PrivacySpent, equal_share, remainder
 from .pld import PLDAccountant
 from .pure import PureDPAccountant
 from .rdp import DEFAULT_ORDERS, RDPAccountant
@@ -32,6 +32,7 @@ __all__ = [
     "sampling",
     "Ledger",
     "equal_share",
+    "remainder",
     "BudgetExceededError",
     "PrivacySpent",
     "RELATIONS",

@@ -7,9 +7,9 @@
   search sharing one per-step RDP budget, chen2020 §5.7).
 * :func:`analytic_gaussian_sigma`, :func:`gaussian_delta` — the exact (ε, δ)
   curve of one Gaussian mechanism (Balle & Wang 2018, Thm 8).
-* :func:`calibrate_laplace_scale`, :func:`kuru2022_step_epsilon`,
-  :func:`kuru2022_laplace_scale` — pure ε-DP Laplace calibration with
-  amplification by subsampling (kuru2022 eqs. (3.3)–(3.5)).
+* :func:`calibrate_laplace_scale` — pure ε-DP Laplace calibration with
+  amplification by subsampling (the paper's own forms, kuru2022 eqs.
+  (3.4)–(3.5), live in :mod:`dpopt.accelerated.calibration`).
 * :func:`calibrate_sigma_for` — smallest σ meeting (ε, δ) for any σ-indexed
   event under the RDP accountant (e.g. a network's activated, subsampled rounds).
 
@@ -27,7 +27,8 @@ from scipy import optimize, special
 from .. import _validation as val
 from . import events as ev
 from . import rdp
-from .pure import invert_amplification
+from .accountant import make_accountant
+from .pure import PureDPAccountant, invert_amplification
 
 __all__ = [
     "calibrate_gaussian_sigma",
@@ -37,9 +38,8 @@ __all__ = [
     "calibrate_noise",
     "NoiseCalibration",
     "calibrate_laplace_scale",
-    "kuru2022_step_epsilon",
-    "kuru2022_laplace_scale",
     "calibrate_sigma_for",
+    "calibrate_scale",
     "fit_scales_to_budget",
 ]
 
@@ -258,60 +258,53 @@ def fit_scales_to_budget(scales, events_for, new_ledger, *, max_ulps: int = 1 <<
     raise ValueError("the noise scales do not fit the budget even after rounding corrections")
 
 
-def _check_sizes(n, m) -> tuple[int, int]:
-    n = val.check_int("n", n, minimum=1)
-    m = val.check_int("m", m, minimum=1)
-    if m > n:
-        raise ValueError(f"m (subsample size) must be <= n (dataset size), got m={m}, n={n}")
-    return n, m
+def calibrate_scale(event_of, epsilon: float, delta: float = 0.0, *, accountant="rdp",
+                    start: float = 1.0) -> float:
+    """Smallest noise scale s whose run ``event_of(s)`` the accountant certifies at (ε, δ).
 
-
-def kuru2022_step_epsilon(epsilon: float, steps: int, n: int, m: int) -> float:
-    """kuru2022 eq. (3.5): ε₀ = ln[1 + (e^{ε/T} − 1)·n/m].
-
-    The per-iteration budget *before* amplification: a Laplace mechanism that is
-    ε₀-DP on a subsample of m of n records drawn without replacement is
-    ε/T-DP on the dataset (eq. (3.3), Thm A.3), so T iterations are ε-DP.
+    Generic inversion of any accountant: ``accountant`` is a registered name
+    (``"pure"``, ``"rdp"``, ``"zcdp"``, ``"pld"``), an accountant class, or a
+    fresh instance (copied, never composed into); ``event_of(s)`` builds the
+    whole run's event for noise scale s — a Gaussian σ, a Laplace scale, or
+    anything whose ε is non-increasing in s.  For a pure-DP accountant
+    ``delta`` must be 0.  Bracket by doubling/halving from ``start`` within
+    [1e-4, 1e8], then brentq in log s (relative tolerance ~1e-12); the
+    returned scale is verified to meet the target.
     """
     epsilon = val.check_positive("epsilon", epsilon)
-    steps = val.check_int("steps", steps, minimum=1)
-    n, m = _check_sizes(n, m)
-    return invert_amplification(epsilon / steps, m / n)
+    if not callable(event_of):
+        raise TypeError("event_of must be a callable scale -> Event")
+    if isinstance(accountant, type):
+        accountant = accountant()
+    template = make_accountant(accountant).copy()
+    if isinstance(template, PureDPAccountant):
+        if val.check_delta("delta", delta) != 0.0:
+            raise ValueError("delta must be 0 for a pure-DP accountant")
 
+        def eps_of(scale: float) -> float:
+            return template.copy().compose(event_of(scale)).get_epsilon()
+    else:
+        delta = _check_target_delta(delta)
 
-def kuru2022_laplace_scale(S1: float, epsilon: float, steps: int, n: int, m: int) -> float:
-    """kuru2022 eq. (3.4): b = S₁/(m ε₀) with ε₀ from :func:`kuru2022_step_epsilon`.
-
-    S₁ is the L1 sensitivity of one record's gradient (eq. (3.2)); the noise is
-    added to the minibatch *average*, whose sensitivity is S₁/m.
-    """
-    S1 = val.check_positive("S1", S1)
-    eps0 = kuru2022_step_epsilon(epsilon, steps, n, m)
-    return S1 / (m * eps0)
-
-
-def calibrate_sigma_for(make_event, epsilon: float, delta: float, *, start: float = 1.0, orders=None) -> float:
-    """Smallest σ with ``RDPAccountant().compose(make_event(σ)).get_epsilon(delta) <= epsilon``.
-
-    ``make_event(σ)`` builds the whole run's event for noise std σ (any
-    composition of subsampled / activated Gaussians); ε must be non-increasing
-    in σ, which holds for every such event.  Bracket-then-brentq in log σ as in
-    :func:`calibrate_gaussian_sigma`; the result is verified to meet the target.
-    """
-    epsilon = val.check_positive("epsilon", epsilon)
-    delta = _check_target_delta(delta)
-    if not callable(make_event):
-        raise TypeError("make_event must be a callable sigma -> Event")
-
-    def eps_of(sigma: float) -> float:
-        return rdp.RDPAccountant(orders).compose(make_event(sigma)).get_epsilon(delta)
+        def eps_of(scale: float) -> float:
+            return template.copy().compose(event_of(scale)).get_epsilon(delta)
 
     return _smallest_passing(
         lambda z: eps_of(z) <= epsilon,
         lambda u: eps_of(math.exp(u)) - epsilon,
         start=val.check_positive("start", start),
-        name="sigma",
+        name="noise scale",
     )
+
+
+def calibrate_sigma_for(make_event, epsilon: float, delta: float, *, start: float = 1.0, orders=None) -> float:
+    """Smallest σ with ``RDPAccountant(orders).compose(make_event(σ)).get_epsilon(delta) <= epsilon``.
+
+    ``make_event(σ)`` builds the whole run's event for noise std σ (any
+    composition of subsampled / activated Gaussians); :func:`calibrate_scale`
+    with the RDP accountant.
+    """
+    return calibrate_scale(make_event, epsilon, delta, accountant=rdp.RDPAccountant(orders), start=start)
 
 
 # --------------------------------------------------------------------------- by the tightest accountant

@@ -38,7 +38,7 @@ from .accountant import Accountant, AccountantBase, Relation, make_accountant, r
 from .pure import PureDPAccountant
 from .rdp import RDPAccountant, rdp_budget_per_order
 
-__all__ = ["Ledger", "BudgetExceededError", "PrivacySpent", "RELATIONS", "Relation", "equal_share"]
+__all__ = ["Ledger", "BudgetExceededError", "PrivacySpent", "RELATIONS", "Relation", "equal_share", "remainder"]
 
 #: Neighbouring relations with a fixed meaning; a ledger also accepts a free-text
 #: relation for a paper's own adjacency (e.g. "||b - b'||_inf <= b_max").
@@ -78,6 +78,24 @@ def equal_share(total: float, parts: int) -> float:
     while share > 0.0 and Fraction(share) * parts > Fraction(total):
         share = math.nextafter(share, 0.0)
     return share
+
+
+def remainder(total: float, *spent: float) -> float:
+    """The largest float r with Σ spent + r ≤ ``total`` in exact arithmetic (0 if nothing is left).
+
+    The last part of a budget split, taking what the others leave: ``total −
+    spent`` rounded to nearest can make the parts add up to a hair more than
+    the total, which an exact ledger refuses.
+    """
+    total = check_nonnegative("total", total)
+    used = sum((Fraction(check_nonnegative("spent", x)) for x in spent), Fraction(0))
+    left = Fraction(total) - used
+    if left <= 0:
+        return 0.0
+    r = float(left)
+    while Fraction(r) > left:
+        r = math.nextafter(r, 0.0)
+    return r
 
 
 class Ledger:

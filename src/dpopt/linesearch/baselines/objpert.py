@@ -43,6 +43,7 @@ from ..._validation import as_generator, check_positive
 from ...oracles import run_ledger
 from ...privacy import events as ev
 from ...privacy import mechanisms as mech
+from ...privacy import remainder
 from ...result import DPResult
 from ._common import Hyper, check_budget, check_margin_model, solve_erm, unit_ball_model
 
@@ -115,9 +116,11 @@ def objpert_parameters(epsilon: float, *, n: int, reg: float, curvature: float,
         extra = c / (n * math.expm1(epsilon / 4.0)) - reg
         eps_noise = epsilon / 2.0
     eps_jacobian = 2.0 * math.log1p(c / (n * (reg + extra)))
+    eps_noise = min(eps_noise, remainder(epsilon, eps_jacobian))  # the two parts add up to <= epsilon exactly
     beta = eps_noise / (2.0 * data_norm)
     return ObjPertParameters(epsilon=epsilon, epsilon_noise=eps_noise, epsilon_jacobian=eps_jacobian,
-                             extra_l2=extra, beta=beta, noise_scale=1.0 / beta,
+                             extra_l2=extra, beta=beta,
+                             noise_scale=ev.scale_for_epsilon(2.0 * data_norm, eps_noise),
                              sensitivity=2.0 * data_norm)
 
 
