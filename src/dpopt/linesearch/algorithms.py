@@ -68,8 +68,16 @@ from .._validation import (
     check_rate,
 )
 from ..models import PrivateModel, check_model, start_point
-from ..oracles import (NOISES, QUERIES, PrivateOracle, gaussian_sigma, line_search_event, normalizer_note,
-                       public_normalizer, run_ledger)
+from ..oracles import (
+    NOISES,
+    QUERIES,
+    PrivateOracle,
+    gaussian_sigma,
+    line_search_event,
+    normalizer_note,
+    public_normalizer,
+    run_ledger,
+)
 from ..privacy import PoissonSampler
 from ..privacy import events as ev
 from ..privacy.rdp import filter_order
