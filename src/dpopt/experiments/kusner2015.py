@@ -289,8 +289,8 @@ def _tuning_tables(config: Config, log):
     for s in range(config.seeds):
         for j in range(len(cands)):
             p = cands.params(j)
-            model = DPLogisticRegression(
-                epsilon=config.train_epsilon, data_norm=1.0, regularization=p["regularization"],
+            model = DPLogisticRegression(  # the tuned method, named: "auto" now chooses by the data's size
+                epsilon=config.train_epsilon, data_norm=1.0, regularization=p["regularization"], method="dp-nag-opt",
                 method_params={"iterations": int(round(p["iterations"]))},
                 random_state=(config.seed * 1000 + s) * 1000 + j,
             )  # fmt: skip
