@@ -4,20 +4,22 @@ An entry is cheap (a name, a one-line title, the module that holds the
 experiment): listing the papers imports none of them, so an experiment that
 needs an optional dependency (PyTorch, mpi4py) costs nothing until it is run.
 
-How to register a new experiment (e.g. ``liu2024``):
+How to register a new experiment (e.g. ``smith2026``):
 
-1. Write ``dpopt/experiments/liu2024.py`` with a function
+1. Write ``dpopt/experiments/smith2026.py`` on the shared skeleton: the
+   paper's ``_compute``, ``_write`` and ``_report`` functions, then
 
-       run(quick=False, out=None, *, seed=None, progress=None, jobs=None) -> result
+       EXPERIMENT = PaperExperiment("smith2026", FULL, QUICK, SUMMARY_COLUMNS, _compute, _write, _report)
+       run = EXPERIMENT.run
 
-   (``result.text`` is printed, ``result.paths`` maps each written file's
-   relative name to its path).  Write the output folder with
-   :func:`dpopt.report.atomic_output` (all or nothing), seed
-   every random stream from ``seed`` and call ``progress(done, total, label)``
-   at least every few seconds.
+   (:mod:`dpopt.experiments.framework` explains each piece and runs the
+   tasks with :func:`~dpopt.experiments.framework.execute`).  What
+   ``dpopt reproduce`` needs is only a function ``run(quick=False, out=None,
+   *, seed=None, progress=None, jobs=None)`` whose result has ``text``
+   (printed) and ``paths`` (each written file's relative name → its path).
 2. Add one line at the bottom of this file::
 
-       register(Experiment("liu2024", "Liu et al. (2024) §6: ...", "dpopt.experiments.liu2024",
+       register(Experiment("smith2026", "Smith (2026) §4: ...", "dpopt.experiments.smith2026",
                            requires=("matplotlib",)))
 
    ``requires`` lists the importable modules the run needs (checked before it
