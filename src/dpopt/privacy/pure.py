@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import math
-from fractions import Fraction
 
 from .._validation import check_int, check_nonnegative, check_rate
 from . import events as ev
@@ -87,19 +86,30 @@ def pure_epsilon(event: ev.Event) -> float:
     raise ValueError(f"no pure-DP guarantee is known for event {type(event).__name__}")
 
 
+# Every finite double is an integer multiple of 2^-1074, so sums of doubles are exact
+# as Python integers in these units (fast big-integer additions, no gcd as with Fraction).
+_UNIT_BITS = 1074
+
+
+def _units(x: float) -> int:
+    """``x`` (a finite double ≥ 0) as an exact integer count of 2^-1074."""
+    num, den = float(x).as_integer_ratio()
+    return num << (_UNIT_BITS - den.bit_length() + 1)
+
+
 @functools.lru_cache(maxsize=4096)
-def _cached_epsilon(event: ev.Event) -> Fraction:
-    """:func:`pure_epsilon` as an exact fraction, memoized per event (events are immutable values)."""
-    return Fraction(pure_epsilon(event))
+def _cached_epsilon(event: ev.Event) -> int:
+    """:func:`pure_epsilon` in exact units of 2^-1074, memoized per event (events are immutable values)."""
+    return _units(pure_epsilon(event))
 
 
 class PureDPAccountant(AccountantBase):
     """Adds up pure-DP costs by sequential composition, exactly.
 
-    The running total is the exact (rational) sum of the events' float costs,
-    so a budget check is exact (no rounding in either direction) and the
-    reported ε is that sum rounded to the nearest float, which never exceeds
-    a budget the sum is within.
+    The running total is the exact sum of the events' float costs (an integer
+    count of 2^-1074), so a budget check is exact (no rounding in either
+    direction) and the reported ε is that sum rounded to the nearest float,
+    which never exceeds a budget the sum is within.
 
     >>> from dpopt.privacy import events as ev
     >>> PureDPAccountant().compose(ev.Laplace(scale=2.0)).compose(ev.PureDP(0.5)).get_epsilon()
@@ -109,11 +119,11 @@ class PureDPAccountant(AccountantBase):
     notion = "pure"
 
     def __init__(self):
-        self._exact = Fraction(0)
+        self._exact = 0
 
     def cost(self, event: ev.Event) -> float:
         """The ε this event would add (raises ``ValueError`` for non-pure events)."""
-        return float(_cached_epsilon(event))
+        return pure_epsilon(event)
 
     def compose(self, event: ev.Event, count: int = 1) -> PureDPAccountant:
         count = check_int("count", count)
@@ -122,7 +132,7 @@ class PureDPAccountant(AccountantBase):
 
     def fits(self, event: ev.Event, epsilon: float) -> bool:
         """Whether the exact total after ``event`` is ≤ ``epsilon`` (composes nothing)."""
-        return self._exact + _cached_epsilon(event) <= Fraction(epsilon)
+        return self._exact + _cached_epsilon(event) <= _units(epsilon)
 
     def supports(self, event: ev.Event) -> bool:
         """Whether ``event`` has a pure-DP guarantee."""
@@ -134,7 +144,7 @@ class PureDPAccountant(AccountantBase):
 
     def epsilon_after(self, event: ev.Event, delta: float = 0.0) -> float:
         """The ε after composing ``event``, by the same arithmetic as :meth:`compose` (composes nothing)."""
-        return float(self._exact + _cached_epsilon(event))
+        return (self._exact + _cached_epsilon(event)) / (1 << _UNIT_BITS)
 
     def describe(self) -> str:
         return (
@@ -149,7 +159,7 @@ class PureDPAccountant(AccountantBase):
 
     def get_epsilon(self, delta: float = 0.0) -> float:
         """Total ε (``delta`` is accepted for interface symmetry and ignored)."""
-        return float(self._exact)
+        return self._exact / (1 << _UNIT_BITS)
 
     def get_delta(self, epsilon: float) -> float:
         """0 if the composed ε is within ``epsilon``, else 1 (pure DP gives no partial δ)."""
