@@ -13,7 +13,8 @@ private mode:
 * ``dpopt`` — one DP-SGD iteration of :func:`dpopt.neural.methods.run` (clipped sum by ghost
   norms and book-keeping, Gaussian noise charged to a ledger, update);
 * ``dpopt-blsgd`` — one DP-BLSGD iteration (the same gradient plus NoisyBTLS's forward passes
-  on a batch of 256; the number of passes is whatever the search asks, ≤ max_it + 1).
+  on a batch of 256; the number of passes is whatever the search asks, ≤ max_it + 1; the first
+  Linear/Conv2d layer is evaluated along the ray once, so a candidate step runs the later layers only).
 
 Timing: all modes of one model run round-robin in one process (``--rounds`` rounds of
 ``--steps`` steps after a warm-up), so they share the machine's load; the median per step is
