@@ -43,7 +43,7 @@ class FitBudget:
 
     def share(self, parts: int) -> Ledger:
         """A child budget of (ε/parts, δ/parts) for one of ``parts`` sub-problems."""
-        return _child(self.ledger, equal_share(self.epsilon, parts), equal_share(self.delta, parts))
+        return self.ledger.child(equal_share(self.epsilon, parts), equal_share(self.delta, parts))
 
     def commit(self) -> None:
         """Charge the staged events of this fit to the real ledger (they fit: the copy accepted them)."""
@@ -72,7 +72,7 @@ def open_fit(ledger, epsilon: float, delta: float, *, notion: str, relation: str
     if notion != "pure" and ledger.notion == "pure":
         raise ValueError("this method needs (epsilon, delta) accounting; the ledger is pure-DP (accountant 'pure')")
     share_delta = 0.0 if ledger.notion == "pure" else delta
-    if ledger.notion != "pure" and not 0.0 < delta <= ledger.delta:
+    if notion != "pure" and not 0.0 < delta <= ledger.delta:
         raise ValueError(
             f"delta must be in (0, {ledger.delta:g}] (the delta of the ledger, accountant {ledger.notion!r}), "
             f"got {delta:g}"
@@ -83,11 +83,6 @@ def open_fit(ledger, epsilon: float, delta: float, *, notion: str, relation: str
             f"this fit needs epsilon={epsilon:.6g} but the ledger has epsilon={left:.6g} left; nothing was spent"
         )
     staging = copy.deepcopy(ledger)
-    return FitBudget(ledger, _child(staging, epsilon, share_delta), staging, epsilon, share_delta)
-
-
-def _child(ledger: Ledger, epsilon: float, delta: float) -> Ledger:
-    # TRANSITIONAL until Ledger.child lands on main: without it, the sub-problems charge the
-    # fit's ledger itself (each is calibrated to its share, so the total is still refused).
-    child = getattr(ledger, "child", None)
-    return ledger if child is None else child(epsilon, delta)
+    if notion == "pure" and ledger.notion != "pure":  # a pure fit inside an (ε, δ) session
+        return FitBudget(ledger, staging.child(epsilon, accountant="pure"), staging, epsilon, 0.0)
+    return FitBudget(ledger, staging.child(epsilon, share_delta), staging, epsilon, share_delta)

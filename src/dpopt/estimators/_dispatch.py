@@ -108,15 +108,19 @@ def fit_linear(
 ) -> DPResult:
     """Run ``method`` on F(w) = mean loss(xᵀw, y) + (μ/2)‖w‖² with μ = ``regularization``.
 
-    ``ledger`` (optional) is charged with every event of the run, which is
-    calibrated to (``epsilon``, ``delta``); it refuses (``BudgetExceededError``)
-    when the run would overspend it.
+    ``ledger`` (optional) is handed to the family, which plans with (``epsilon``,
+    ``delta``) and spends from a child of it: every release is charged before
+    its noise is drawn, refused (``BudgetExceededError``) when it would
+    overspend, and an adaptive run charges its Rényi-filter guarantee.
     """
-    result = _run(method, loss, X, y, epsilon, delta, regularization, rng, params)
-    if ledger is not None:
-        for event in result.events:
+    if method in CONSTANT:
+        # One exponential-mechanism release of sensitivity 1 under both relations; the family's own
+        # ledger is add/remove, so its single event is charged here (under the estimators' relation).
+        result = _run(method, loss, X, y, epsilon, delta, regularization, rng, params)
+        for event in result.events if ledger is not None else ():
             ledger.charge(event)
-    return result
+        return result
+    return _run(method, loss, X, y, epsilon, delta, regularization, rng, dict(params, ledger=ledger))
 
 
 def _run(method, loss, X, y, epsilon, delta, regularization, rng, params) -> DPResult:
