@@ -320,44 +320,12 @@ class NoiseCalibration(NamedTuple):
 
 _NOISES = ("gaussian", "laplace")
 _CALIBRATION_ACCOUNTANTS = ("best", "pure", "rdp", "pld")
-# Relative width of the final bracket of a numerical calibration.
-_CALIBRATION_RTOL = 1e-5
 
 
 def _noise_event(noise: str, scale: float, sensitivity: float, steps: int, rate: float, scheme: str) -> ev.Event:
     base = ev.Gaussian(scale, sensitivity) if noise == "gaussian" else ev.Laplace(scale, sensitivity)
     step = base if rate == 1.0 else ev.Subsampled(base, rate, scheme)
     return step if steps == 1 else ev.SelfComposed(step, steps)
-
-
-def _smallest_scale(eps_of, epsilon: float, start: float) -> float:
-    """Smallest scale (to relative ``_CALIBRATION_RTOL``) with ``eps_of(scale) <= epsilon``, verified.
-
-    ε is non-increasing in the noise scale for every accountant here; the
-    bracket is found by doubling/halving from ``start`` and narrowed by
-    bisection in log scale.  The returned (upper) end always passes.
-    """
-    hi = start
-    for _ in range(200):
-        if eps_of(hi) <= epsilon:
-            break
-        hi *= 2.0
-    else:
-        raise ValueError(f"the target epsilon={epsilon:g} is not reachable with a noise scale below {hi:g}")
-    lo = hi / 2.0
-    for _ in range(200):
-        if eps_of(lo) > epsilon:
-            break
-        hi, lo = lo, lo / 2.0
-    else:
-        raise ValueError("the target is met with any noise scale; delta is too large for this setting")
-    while hi / lo > 1.0 + _CALIBRATION_RTOL:
-        mid = math.sqrt(lo * hi)
-        if eps_of(mid) <= epsilon:
-            hi = mid
-        else:
-            lo = mid
-    return hi
 
 
 def _calibrate_with(name, epsilon, delta, noise, steps, rate, scheme, sensitivity, discretization):
@@ -375,13 +343,14 @@ def _calibrate_with(name, epsilon, delta, noise, steps, rate, scheme, sensitivit
     if name == "rdp" and noise == "gaussian":
         return None  # no RDP bound for Gaussian noise under sampling without replacement
 
-    def eps_of(scale: float) -> float:
-        event = _noise_event(noise, scale, sensitivity, steps, rate, scheme)
-        acc = rdp.RDPAccountant() if name == "rdp" else PLDAccountant(discretization)
-        return acc.compose(event).get_epsilon(delta)
-
     start = sensitivity * max(1.0, rate * math.sqrt(steps * 2.0 * math.log(1.25 / delta)) / epsilon)
-    return _smallest_scale(eps_of, epsilon, start)
+    return calibrate_scale(
+        lambda scale: _noise_event(noise, scale, sensitivity, steps, rate, scheme),
+        epsilon,
+        delta,
+        accountant=rdp.RDPAccountant() if name == "rdp" else PLDAccountant(discretization),
+        start=start,
+    )
 
 
 def calibrate_noise(
@@ -411,9 +380,8 @@ def calibrate_noise(
       certified at any grid (a coarser grid gives a slightly larger scale);
     * ``"best"`` (default) — every accountant that applies, and the smallest scale.
 
-    ε is non-increasing in the scale, so the scale is found by bisection to a
-    relative 1e-5 and the returned scale is one at which the accountant's ε
-    is verified ≤ ``epsilon``.
+    The search is :func:`calibrate_scale` (ε is non-increasing in the scale);
+    the returned scale is one at which the accountant's ε is verified ≤ ``epsilon``.
     """
     epsilon = val.check_positive("epsilon", epsilon)
     delta = val.check_delta("delta", delta)

@@ -70,7 +70,7 @@ from scipy import special
 
 from .. import _validation as val
 from . import events as ev
-from .accountant import register_accountant
+from .accountant import AccountantBase, register_accountant
 from .rdp import RDPAccountant
 
 __all__ = [
@@ -322,7 +322,7 @@ class DiscretePLD:
     Immutable by convention (arrays are read-only).
     """
 
-    __slots__ = ("h", "offset", "pmf", "infinity_mass", "pessimistic")
+    __slots__ = ("h", "offset", "pmf", "infinity_mass", "pessimistic", "_log_mgf")
 
     def __init__(self, h: float, offset: int, pmf: np.ndarray, infinity_mass: float, pessimistic: bool):
         pmf = np.asarray(pmf, dtype=float)
@@ -330,6 +330,7 @@ class DiscretePLD:
         self.h, self.offset, self.pmf = float(h), int(offset), pmf
         self.infinity_mass = float(min(max(infinity_mass, 0.0), 1.0))
         self.pessimistic = bool(pessimistic)
+        self._log_mgf = None
 
     @classmethod
     def identity(cls, h: float, pessimistic: bool) -> DiscretePLD:
@@ -550,17 +551,18 @@ def _power_window(pld: DiscretePLD, count: int, tail: float) -> tuple[int, int]:
     ``count`` independent copies has P(S ≥ x) ≤ e^{−λx}(Σ p_i e^{λ l_i})^count and
     P(S ≤ x) ≤ e^{λx}(Σ p_i e^{−λ l_i})^count for every λ > 0 (Markov's inequality).
     """
-    h = pld.h
-    keep = pld.pmf > 0.0
-    losses, log_p = pld.losses[keep], np.log(pld.pmf[keep])
-    lam = _CHERNOFF_LAMBDAS[:, None]
-    # log Σ p e^{±λl}, shifted by the largest exponent of each row
-    up = log_p + lam * losses
-    top_up = up.max(axis=1, keepdims=True)
-    log_up = np.log(np.exp(up - top_up).sum(axis=1)) + top_up[:, 0]
-    down = log_p - lam * losses
-    top_down = down.max(axis=1, keepdims=True)
-    log_down = np.log(np.exp(down - top_down).sum(axis=1)) + top_down[:, 0]
+    h, losses = pld.h, pld.losses
+    if pld._log_mgf is None:  # log Σ p e^{±λl} on the λ grid, once per PLD
+        keep = pld.pmf > 0.0
+        kept, log_p = losses[keep], np.log(pld.pmf[keep])
+        lam = _CHERNOFF_LAMBDAS[:, None]
+        rows = []
+        for sign in (1.0, -1.0):
+            exponent = log_p + sign * lam * kept
+            top = exponent.max(axis=1, keepdims=True)
+            rows.append(np.log(np.exp(exponent - top).sum(axis=1)) + top[:, 0])
+        pld._log_mgf = tuple(rows)
+    log_up, log_down = pld._log_mgf
     x_hi = min(float(np.min((count * log_up - math.log(tail)) / _CHERNOFF_LAMBDAS)), count * losses[-1])
     x_lo = max(float(np.max(-(count * log_down - math.log(tail)) / _CHERNOFF_LAMBDAS)), count * losses[0])
     return math.floor(x_lo / h), math.ceil(x_hi / h)
@@ -631,7 +633,7 @@ def _flatten(event: ev.Event, count: int, out: list) -> None:
 _SPLITS = tuple(1.0 - np.geomspace(1e-3, 0.5, 16)) + tuple(np.geomspace(1e-3, 0.5, 16)[::-1])
 
 
-class PLDAccountant:
+class PLDAccountant(AccountantBase):
     """Privacy accounting by privacy loss distributions (see the module docstring).
 
     >>> from dpopt.privacy import events as ev
@@ -648,8 +650,9 @@ class PLDAccountant:
         Mass truncated from each tail per convolution; the upper one is added to δ.
 
     Composition is lazy: ``compose`` counts events, and the PLDs are built and
-    convolved (T identical events in O(log T) convolutions) on the first
-    ``get_epsilon``/``get_delta`` after a change.  Events without an exact PLD
+    convolved on the first ``get_epsilon``/``get_delta`` after a change (T
+    identical events by one FFT power, so a ledger's check before each charge
+    costs two FFTs per direction and always equals a fresh accountant's ε).  Events without an exact PLD
     go to an internal :class:`~dpopt.privacy.rdp.RDPAccountant` and the two
     parts compose by basic composition (ε₁ + ε₂, δ₁ + δ₂) at the best split.
     """
@@ -668,7 +671,6 @@ class PLDAccountant:
         self._rdp_events: Counter = Counter()
         self._pld_events: Counter = Counter()
         self._cache: dict | None = None
-        self._pending = None  # (event, PLDs after it) from the last epsilon_after
 
     # -- composition ------------------------------------------------------------------
     def supports(self, event: ev.Event) -> bool:
@@ -705,38 +707,8 @@ class PLDAccountant:
             else:
                 self._pld_counts[pair] += n
                 self._pld_events[sub] += n
-        pending, self._pending = self._pending, None
-        if pending is not None and count == 1 and pending[0] == event:
-            self._cache = {True: pending[1]}  # the PLDs epsilon_after built for exactly this step
-        else:
-            self._cache = None
+        self._cache = None
         return self
-
-    def epsilon_after(self, event: ev.Event, delta: float) -> float:
-        """The ε :meth:`get_epsilon` reports after composing ``event`` once (composes nothing).
-
-        A ledger asks this before every charge.  When ``event`` and everything
-        composed so far have exact PLDs, the answer costs one convolution per
-        direction (the current PLDs with the event's), and a following
-        ``compose(event)`` keeps those PLDs instead of rebuilding them; the
-        result can then differ from a fresh accountant's by FFT rounding only.
-        """
-        parts: list = []
-        _flatten(event, 1, parts)
-        pairs = [(pld_pair(sub), n) for sub, n in parts]
-        if self._has_rdp() or any(pair is None for pair, _ in pairs):
-            return float(self.copy().compose(event).get_epsilon(delta))
-        delta = val.check_open_unit("delta", delta)
-        h, tail = self.discretization, self.tail_mass
-        after = {}
-        for direction, current in self._plds(True).items():
-            steps = [
-                _composed_pld(family, rate, direction if rate < 1.0 else REMOVE, n, h, tail, True)
-                for (family, rate), n in pairs
-            ]
-            after[direction] = _compose_all([current, *steps], h, tail, True)
-        self._pending = (event, after)
-        return float(max(p.get_epsilon(delta) for p in after.values()))
 
     def copy(self) -> PLDAccountant:
         other = PLDAccountant.__new__(PLDAccountant)
@@ -745,7 +717,6 @@ class PLDAccountant:
         other._rdp_part = self._rdp_part.copy()
         other._rdp_events, other._pld_events = Counter(self._rdp_events), Counter(self._pld_events)
         other._cache = None if self._cache is None else dict(self._cache)  # the PLDs are immutable
-        other._pending = None
         return other
 
     # -- the composed PLDs -----------------------------------------------------------------
