@@ -113,13 +113,6 @@ def fit_linear(
     its noise is drawn, refused (``BudgetExceededError``) when it would
     overspend, and an adaptive run charges its Rényi-filter guarantee.
     """
-    if method in CONSTANT:
-        # One exponential-mechanism release of sensitivity 1 under both relations; the family's own
-        # ledger is add/remove, so its single event is charged here (under the estimators' relation).
-        result = _run(method, loss, X, y, epsilon, delta, regularization, rng, params)
-        for event in result.events if ledger is not None else ():
-            ledger.charge(event)
-        return result
     return _run(method, loss, X, y, epsilon, delta, regularization, rng, dict(params, ledger=ledger))
 
 

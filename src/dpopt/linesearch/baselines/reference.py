@@ -63,7 +63,7 @@ def majority(model, *, epsilon: float | None = None, delta: float = 0.0, rng=Non
     """MAJORITY: one label for every record, chosen by the ε-DP exponential mechanism on the counts.
 
     ``model`` is a :class:`~dpopt.models.LinearModel` with ±1 labels.  Pure
-    ε-DP under add/remove-one (δ unused); spent from ``ledger`` when given
+    ε-DP under add/remove-one and replace-one (δ unused); spent from ``ledger`` (under its relation) when given
     (:func:`dpopt.oracles.majority_label`).  The result's ``x`` is the zero
     vector (a constant predictor is not a linear one) and
     ``info["constant_label"]`` the chosen label, which
@@ -77,7 +77,9 @@ def majority(model, *, epsilon: float | None = None, delta: float = 0.0, rng=Non
         epsilon, _ = check_budget(epsilon, delta, need_delta=False)
         ledger, epsilon, _ = run_ledger(None, epsilon, 0.0, accountant="pure")
     else:
-        ledger, epsilon, _ = run_ledger(ledger, epsilon, None, accountant="pure")
+        # Sensitivity 1 under add/remove-one and replace-one alike: spend under the ledger's relation.
+        relation = ledger.relation if ledger.relation in ("add_remove", "replace_one") else "add_remove"
+        ledger, epsilon, _ = run_ledger(ledger, epsilon, None, accountant="pure", relation=relation)
     rng = as_generator(rng)
     label = majority_label(model, epsilon=epsilon, ledger=ledger, rng=rng, labels=LABELS)
     return DPResult.from_ledger(
