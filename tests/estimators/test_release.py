@@ -96,7 +96,7 @@ def _fit(cls, method, X, y, **params):
 def _structure(est, caught, method) -> dict:
     adaptive = method not in PLANNED
     spent = dict(est.privacy_spent_)
-    assert spent["epsilon"] <= 1.0 * (1 + 1e-9)  # the ledger's current relative slack (issue 14: to be removed)
+    assert spent["epsilon"] <= 1.0  # no relative slack: the ledger refuses any overspend
     spent.pop("epsilon")
     return {
         "coef": (est.coef_.shape, est.coef_.dtype.str),
