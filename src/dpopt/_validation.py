@@ -46,6 +46,14 @@ def check_delta(name: str, value) -> float:
     return value
 
 
+def check_conversion_delta(value, notion: str) -> float:
+    """δ of a conversion from ``notion`` ("RDP", "zCDP") to (ε, δ)-DP: ``0 < delta < 1``."""
+    value = _as_real("delta", value)
+    if not 0.0 < value < 1.0:
+        raise ValueError(f"delta must be in (0, 1) for an {notion} to (epsilon, delta) conversion, got {value!r}")
+    return value
+
+
 def check_rate(name: str, value) -> float:
     """A sampling rate: ``0 < rate <= 1``."""
     value = _as_real(name, value)

@@ -57,10 +57,17 @@ class Event:
     """Base class of all privacy events (frozen dataclasses)."""
 
     kind: ClassVar[str] = "event"
+    #: field name -> check(name, value) returning the stored value, applied after __init__
+    _checks: ClassVar[dict] = {}
+
+    def __post_init__(self):
+        for name, check in self._checks.items():
+            object.__setattr__(self, name, check(name, getattr(self, name)))
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        _REGISTRY[cls.kind] = cls
+        if not cls.__name__.startswith("_"):  # shared bases are not event kinds
+            _REGISTRY[cls.kind] = cls
 
     def to_dict(self) -> dict:
         out = {"type": self.kind}
@@ -75,6 +82,11 @@ class Event:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict())
+
+
+def _unnamed(check):
+    """A check(value) as a check(name, value) for :attr:`Event._checks`."""
+    return lambda name, value: check(value)
 
 
 def from_dict(data: dict) -> Event:
@@ -118,20 +130,24 @@ def scale_for_epsilon(sensitivity: float, epsilon: float) -> float:
 
 
 @dataclass(frozen=True)
-class Laplace(Event):
-    """Laplace noise of ``scale`` b added to a query of L1 ``sensitivity`` Δ₁: ε = Δ₁/b."""
+class _ScaledPureQuery(Event):
+    """Noise of ``scale`` on a query of ``sensitivity`` whose pure guarantee is ε = sensitivity/scale."""
 
-    kind: ClassVar[str] = "laplace"
     scale: float
     sensitivity: float = 1.0
 
-    def __post_init__(self):
-        object.__setattr__(self, "scale", check_positive("scale", self.scale))
-        object.__setattr__(self, "sensitivity", check_positive("sensitivity", self.sensitivity))
+    _checks: ClassVar[dict] = {"scale": check_positive, "sensitivity": check_positive}
 
     @property
     def epsilon(self) -> float:
         return self.sensitivity / self.scale
+
+
+@dataclass(frozen=True)
+class Laplace(_ScaledPureQuery):
+    """Laplace noise of ``scale`` b added to a query of L1 ``sensitivity`` Δ₁: ε = Δ₁/b."""
+
+    kind: ClassVar[str] = "laplace"
 
 
 @dataclass(frozen=True)
@@ -145,9 +161,7 @@ class Gaussian(Event):
     sigma: float
     sensitivity: float = 1.0
 
-    def __post_init__(self):
-        object.__setattr__(self, "sigma", check_positive("sigma", self.sigma))
-        object.__setattr__(self, "sensitivity", check_positive("sensitivity", self.sensitivity))
+    _checks: ClassVar[dict] = {"sigma": check_positive, "sensitivity": check_positive}
 
     @property
     def noise_multiplier(self) -> float:
@@ -155,23 +169,13 @@ class Gaussian(Event):
 
 
 @dataclass(frozen=True)
-class VectorLaplace(Event):
+class VectorLaplace(_ScaledPureQuery):
     """Vector Laplace noise with density ∝ exp(−‖w‖₂/scale) on a query of L2 ``sensitivity``.
 
     ε = sensitivity/scale (han2014 Thm 9: no extra √d factor is needed).
     """
 
     kind: ClassVar[str] = "vector_laplace"
-    scale: float
-    sensitivity: float = 1.0
-
-    def __post_init__(self):
-        object.__setattr__(self, "scale", check_positive("scale", self.scale))
-        object.__setattr__(self, "sensitivity", check_positive("sensitivity", self.sensitivity))
-
-    @property
-    def epsilon(self) -> float:
-        return self.sensitivity / self.scale
 
 
 def _check_integer_sensitivity(value) -> int:
@@ -194,9 +198,7 @@ class DiscreteLaplace(Event):
     scale: float
     sensitivity: int = 1
 
-    def __post_init__(self):
-        object.__setattr__(self, "scale", check_positive("scale", self.scale))
-        object.__setattr__(self, "sensitivity", _check_integer_sensitivity(self.sensitivity))
+    _checks: ClassVar[dict] = {"scale": check_positive, "sensitivity": _unnamed(_check_integer_sensitivity)}
 
     @property
     def epsilon(self) -> float:
@@ -215,9 +217,7 @@ class DiscreteGaussian(Event):
     sigma: float
     sensitivity: int = 1
 
-    def __post_init__(self):
-        object.__setattr__(self, "sigma", check_positive("sigma", self.sigma))
-        object.__setattr__(self, "sensitivity", _check_integer_sensitivity(self.sensitivity))
+    _checks: ClassVar[dict] = {"sigma": check_positive, "sensitivity": _unnamed(_check_integer_sensitivity)}
 
     @property
     def noise_multiplier(self) -> float:
@@ -231,8 +231,7 @@ class Exponential(Event):
     kind: ClassVar[str] = "exponential"
     epsilon: float
 
-    def __post_init__(self):
-        object.__setattr__(self, "epsilon", check_positive("epsilon", self.epsilon))
+    _checks: ClassVar[dict] = {"epsilon": check_positive}
 
 
 @dataclass(frozen=True)
@@ -242,8 +241,7 @@ class PureDP(Event):
     kind: ClassVar[str] = "pure_dp"
     epsilon: float
 
-    def __post_init__(self):
-        object.__setattr__(self, "epsilon", check_positive("epsilon", self.epsilon))
+    _checks: ClassVar[dict] = {"epsilon": check_positive}
 
 
 @dataclass(frozen=True)

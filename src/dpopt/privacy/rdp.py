@@ -623,12 +623,7 @@ def _check_curve(orders, rdp) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _check_conversion_delta(delta) -> float:
-    delta = val._as_real("delta", delta)
-    if not 0.0 < delta < 1.0:
-        raise ValueError(
-            f"delta must be in (0, 1) for an RDP to (epsilon, delta) conversion, got {delta!r}"
-        )
-    return delta
+    return val.check_conversion_delta(delta, "RDP")
 
 
 def _conversion_terms(a: np.ndarray, delta: float) -> tuple:

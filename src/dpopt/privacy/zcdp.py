@@ -30,12 +30,7 @@ __all__ = [
 
 
 def _check_delta(delta) -> float:
-    delta = val._as_real("delta", delta)
-    if not 0.0 < delta < 1.0:
-        raise ValueError(
-            f"delta must be in (0, 1) for a zCDP to (epsilon, delta) conversion, got {delta!r}"
-        )
-    return delta
+    return val.check_conversion_delta(delta, "zCDP")
 
 
 def epsilon_from_rho(rho: float, delta: float) -> float:
