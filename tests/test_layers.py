@@ -76,17 +76,7 @@ NOISE_ALLOWLIST = {
 
 #: Rule breaks that exist today in areas other engineers are changing; each line says what is wrong.
 #: Fix the code, then delete the line (an entry that no longer occurs fails the test).
-KNOWN_VIOLATIONS = {
-    # neural's DP-BLSGD reuses linesearch's NoisyBTLS step and oracle directly: family → family.  The shared
-    # piece belongs in dpopt.oracles (the line-search query oracle), which both families then call.
-    "neural/methods.py imports linesearch",
-    # the audit's deliberately broken twin (too little noise) draws its Gaussian with torch.randn instead of
-    # a privacy mechanism with a scaled sigma; it is never released, but noise belongs in dpopt.privacy.
-    "neural/audit.py draws noise: torch.randn",
-    # the chen2020-nn reproduction builds its networks and a non-private Adam reference with torch itself; the
-    # network definitions and the reference optimizer belong in dpopt.neural, which the experiment then calls.
-    "experiments/chen2020_nn.py imports torch",
-}
+KNOWN_VIOLATIONS: set[str] = set()
 
 #: A package's ``__main__`` is a command-line entry point: it may import dpopt.cli.
 ENTRY_POINT_MAY_IMPORT = {"cli"}

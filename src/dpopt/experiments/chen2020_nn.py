@@ -106,68 +106,48 @@ def _fashion():
     return ((train.X.reshape(shape), train.y.astype(np.int64)), (test.X.reshape(shape), test.y.astype(np.int64)))
 
 
-def _network(dataset: str, model: str):
-    from torch import nn
+def _network(dataset: str, model: str, seed: int):
+    """§5.7's MLP or CNN for the data set (digits: one hidden layer of 1000, 3×3 kernels with padding 1)."""
+    from ..neural.networks import cnn, mlp
 
     side = 8 if dataset == "digits" else 28
     if model == "mlp":
-        hidden = [1000] if dataset == "digits" else [256, 256]
-        layers, width = [nn.Flatten()], side * side
-        for h in hidden:
-            layers += [nn.Linear(width, h), nn.ReLU()]
-            width = h
-        return nn.Sequential(*layers, nn.Linear(width, 10))
-    k, pad = (3, 1) if dataset == "digits" else (5, 0)
-    after = ((side + 2 * pad - k + 1) // 2 + 2 * pad - k + 1) // 2
-    return nn.Sequential(nn.Conv2d(1, 6, k, padding=pad), nn.ReLU(), nn.MaxPool2d(2),
-                         nn.Conv2d(6, 16, k, padding=pad), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
-                         nn.Linear(16 * after * after, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
-                         nn.Linear(128, 10))
-
-
-def _evaluate(net, test, train, l2: float) -> tuple[float, float]:
-    """(test accuracy, training objective mean loss + (μ/2)‖w‖²) on fixed subsets (non-private)."""
-    import torch
-
-    with torch.no_grad():
-        accuracy = float((net(test[0]).argmax(1) == test[1]).double().mean())
-        loss = float(torch.nn.functional.cross_entropy(net(train[0]), train[1]))
-        norm = float(sum(p.square().sum() for p in net.parameters()))
-    return accuracy, loss + 0.5 * l2 * norm
+        return mlp(side, [1000] if dataset == "digits" else [256, 256], seed=seed)
+    kernel, padding = (3, 1) if dataset == "digits" else (5, 0)
+    return cnn(side, kernel=kernel, padding=padding, seed=seed)
 
 
 def _one(state, dataset: str, model: str, method: str, seed_index: int, seeds):
     """One training run: rows at the evaluation iterations and (private methods) the privacy record."""
-    import torch
-
     from ..neural import train
+    from ..neural.networks import evaluate, set_threads
+    from ..neural.reference import adam_reference
 
-    torch.set_num_threads(1)
+    set_threads(1)
     config: Config = state["config"]
     (Xtr, ytr), (Xte, yte) = state["data"][dataset]
     rng = np.random.default_rng(seeds)
-    torch.manual_seed(int(rng.integers(2**31 - 1)))
-    net = _network(dataset, model)
+    net = _network(dataset, model, seed=int(rng.integers(2**31 - 1)))
     evals = rng.choice(len(ytr), size=min(config.eval_size, len(ytr)), replace=False)
-    test = (torch.from_numpy(Xte[: config.eval_size]), torch.from_numpy(yte[: config.eval_size]))
-    train_eval = (torch.from_numpy(Xtr[evals]), torch.from_numpy(ytr[evals]))
+    test = (Xte[: config.eval_size], yte[: config.eval_size])
+    train_eval = (Xtr[evals], ytr[evals])
     rows = []
 
     def record(iteration, module):
         if iteration % config.eval_every and iteration != config.iterations:
             return
-        accuracy, objective = _evaluate(module, test, train_eval, MU)
+        accuracy, objective = evaluate(module, test, train_eval, MU)
         rows.append({"dataset": dataset, "model": model, "method": method, "seed": seed_index,
                      "iteration": iteration, "accuracy": accuracy, "objective": objective,
                      "epsilon_spent": 0.0 if iteration == 0 and method != "non-private" else math.nan,
                      "step_size": math.nan})
 
     record(0, net)
-    X, y = torch.from_numpy(Xtr), torch.from_numpy(ytr)
-    if method == "non-private":
-        _adam_reference(net, X, y, config, rng, record)
+    if method == "non-private":  # Adam (defaults) on Poisson minibatches of the same rate
+        adam_reference(net, (Xtr, ytr), steps=config.iterations, rate=config.rate, rng=rng, l2=MU,
+                       callback=record)
         return rows, None
-    out = train(net, (X, y), method=method, epsilon=1e6, delta=config.delta, steps=config.iterations,
+    out = train(net, (Xtr, ytr), method=method, epsilon=1e6, delta=config.delta, steps=config.iterations,
                 batch_rate=config.rate, clip=config.clip, l2=MU, noise_multiplier=config.noise_multiplier,
                 n_public=len(ytr), seed=rng, callback=record, c_obj=config.clip, alpha=0.001, beta=0.8)
     at = {int(i): k for k, i in enumerate(out.history["iteration"])}
@@ -176,21 +156,6 @@ def _one(state, dataset: str, model: str, method: str, seed_index: int, seeds):
         row["epsilon_spent"] = float(out.history["epsilon"][k])
         row["step_size"] = float(out.history["step_size"][k])
     return rows, out.result.privacy_record()
-
-
-def _adam_reference(net, X, y, config: Config, rng, record) -> None:
-    """Non-private Adam (defaults) on Poisson minibatches of the same rate, mean loss + (μ/2)‖w‖²."""
-    import torch
-
-    opt = torch.optim.Adam(net.parameters(), lr=1e-3, weight_decay=MU)
-    n = len(y)
-    for t in range(1, config.iterations + 1):
-        idx = torch.from_numpy(np.flatnonzero(rng.random(n) < config.rate))
-        if len(idx):
-            opt.zero_grad()
-            torch.nn.functional.cross_entropy(net(X[idx]), y[idx]).backward()
-            opt.step()
-        record(t, net)
 
 
 # -- the run -----------------------------------------------------------------------------------

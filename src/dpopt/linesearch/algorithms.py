@@ -78,13 +78,13 @@ from ..oracles import (
     public_normalizer,
     run_ledger,
 )
+from ..oracles.noisy_btls import noisy_btls_step, reset_initial_step
 from ..privacy import PoissonSampler
 from ..privacy import events as ev
 from ..privacy.rdp import filter_order
 from ..result import DPResult
 from .cheb import AngleAverage, angle_between, cheb, gradient_average
 from .model import PAPER_C_GRAD, default_gradient_clip
-from .noisy_btls import noisy_btls_step, reset_initial_step
 
 __all__ = ["LineSearchHyper", "dp_blsgd", "dp_blgd", "dp_blsgd_ac", "METHODS", "DEFAULT_ETA0", "ETA0_R2",
            "BUDGET_INCREASES"]

@@ -31,11 +31,12 @@ from functools import partial
 
 import numpy as np
 
+from ..oracles.line_search import Ray
+from ..oracles.noisy_btls import noisy_btls
 from ..privacy import Ledger
 from ..privacy.audit import AuditTarget
 from .algorithms import dp_blsgd
 from .model import LinearModel
-from .noisy_btls import Ray, noisy_btls
 
 __all__ = [
     "NOISY_BTLS_SETTING",

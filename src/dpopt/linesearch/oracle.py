@@ -1,33 +1,13 @@
 """The line-search family's handle on :class:`dpopt.oracles.PrivateOracle`.
 
-``LineSearchOracle`` keeps the family's earlier constructor (``n_public=``
-instead of a :class:`~dpopt.oracles.Normalizer`); ``gradient_sigma`` is
-σ = C_grad/√(2ρ_grad) (chen2020 Algorithm 2, line 6).
+``LineSearchOracle`` (the constructor with ``n_public=``) and ``gradient_sigma``
+(σ = C_grad/√(2ρ_grad), chen2020 Algorithm 2, line 6) live in
+:mod:`dpopt.oracles.line_search_oracle`, shared with :mod:`dpopt.neural`; this
+module re-exports them under the family's earlier names.
 """
 
 from __future__ import annotations
 
-from ..oracles import Normalizer, PrivateOracle, disclosed_count
-from ..oracles import gaussian_sigma as gradient_sigma
+from ..oracles.line_search_oracle import LineSearchOracle, gradient_sigma
 
 __all__ = ["LineSearchOracle", "gradient_sigma"]
-
-
-class LineSearchOracle(PrivateOracle):
-    """:class:`~dpopt.oracles.PrivateOracle` with the normalizer given as ``n_public``.
-
-    ``normalizer`` (a :class:`~dpopt.oracles.Normalizer` or a declared count)
-    wins; else ``n_public`` (declared); else the model's declared ``n_public``;
-    else the data's own n, disclosed with a
-    :class:`~dpopt.oracles.CountDisclosureWarning`
-    (:func:`~dpopt.oracles.disclosed_count`).
-    """
-
-    def __init__(self, model, *, ledger, rng, rate: float, c_grad: float, c_obj: float,
-                 noise: str = "laplace", lazy: bool = False, n_public: int | None = None,
-                 query: str = "objective", normalizer=None):
-        if normalizer is None:
-            normalizer = (Normalizer(float(n_public), "declared") if n_public is not None
-                          else disclosed_count(model, stacklevel=3))
-        super().__init__(model, ledger=ledger, rng=rng, normalizer=normalizer, rate=rate,
-                         c_grad=c_grad, c_obj=c_obj, noise=noise, query=query, lazy=lazy)

@@ -3,7 +3,8 @@
 chen2020 §5.7 on the shared privacy core: clipped per-example gradients by ghost
 norms and book-keeping (:mod:`.persample`), a ``torch.nn.Module`` behind the line
 search's private-model contract (:mod:`.model`), the three methods at equal
-per-iteration Rényi DP (:mod:`.methods`) and the :func:`train` face.  This
+per-iteration Rényi DP (:mod:`.methods`) and the :func:`train` face; the §5.7 MLP and CNN
+(:mod:`.networks`) and the non-private Adam reference (:mod:`.reference`).  This
 package is the only place besides :mod:`dpopt.privacy.torch_noise` that imports torch.
 """
 

@@ -11,7 +11,9 @@ linear, so this is the clipped sum of the minibatch), the noise is drawn by
 event for all R repetitions), and the output is the released iterate
 w₁ = w₀ − η·(noisy sum)/(q·n_public) with a fixed public n_public on D and D′.
 σ is calibrated to (ε, δ) by :func:`~dpopt.privacy.calibration.calibrate_noise_multiplier`
-on the neural ledger's orders, as :func:`dpopt.neural.train` does.
+on the neural ledger's orders, as :func:`dpopt.neural.train` does.  The broken twin
+(``sigma_factor`` < 1) charges the real event to the run's ledger but draws its noise
+through the same mechanism at σ·``sigma_factor``, charged to a throwaway ledger.
 """
 
 from __future__ import annotations
@@ -66,10 +68,10 @@ def dp_sgd_audit_target(sigma_factor: float = 1.0, samples: int = 200_000) -> Au
         if sigma_factor == 1.0:
             noisy = gaussian_tensor(mask @ per_record, sensitivity=clip, sigma=sigma, ledger=ledger,
                                     generator=generator, sampler=sampler)
-        else:  # the broken twin: charges the real event, draws too little noise
+        else:  # the broken twin: charges the real event, draws too little noise (charged to a throwaway)
             ledger.charge(step_event(sigma / clip))
-            noise = torch.randn((repetitions, model.dim), generator=generator, dtype=torch.float64)
-            noisy = mask @ per_record + sigma_factor * sigma * noise
+            noisy = gaussian_tensor(mask @ per_record, sensitivity=clip, sigma=sigma_factor * sigma,
+                                    ledger=Ledger(1e9, delta, "rdp", orders=DENSE_ORDERS), generator=generator)
         return (w0 - lr * noisy / (rate * n_public)).numpy(), ledger
 
     data, neighbour = worst_case_network_data()

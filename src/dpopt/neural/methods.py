@@ -10,8 +10,8 @@ Every iteration t:
    * ``dp-sgd``: w ← w − η g̃ (η fixed; §5.4: 0.2 for MNIST/FMNIST);
    * ``dp-adam``: Adam (Kingma & Ba 2015, Algorithm 1, default β₁, β₂, ε̂) on g̃;
    * ``dp-blsgd``: η from NoisyBTLS (chen2020 Algorithm 1, Gaussian version) on a
-     fresh Poisson minibatch, through the same :class:`~dpopt.linesearch.oracle.LineSearchOracle`
-     and :func:`~dpopt.linesearch.noisy_btls.noisy_btls_step` as the convex case; a failed
+     fresh Poisson minibatch, through the same :class:`~dpopt.oracles.LineSearchOracle`
+     and :func:`~dpopt.oracles.noisy_btls_step` as the convex case (:mod:`dpopt.linesearch`); a failed
      search returns β^{max_it}·η₀ (§5.7: "instead of 0"), never a free retry; intelligent
      backtracking every τ iterations (§4.2).  No budget increase (CHEB is off, §5.7).
 
@@ -31,8 +31,7 @@ import numpy as np
 import torch
 
 from .._validation import check_choice, check_int, check_open_unit, check_positive
-from ..linesearch.noisy_btls import noisy_btls_step, reset_initial_step
-from ..linesearch.oracle import LineSearchOracle, gradient_sigma
+from ..oracles import LineSearchOracle, gaussian_sigma, noisy_btls_step, reset_initial_step
 from ..privacy import BudgetExceededError
 from ..privacy import events as ev
 from ..privacy.torch_noise import gaussian_tensor
@@ -118,7 +117,7 @@ def run(model: TorchModel, method: str, *, oracle: LineSearchOracle, generator, 
     method = check_choice("method", method, METHODS)
     ledger, clip = oracle.ledger, oracle.c_grad
     rho_grad, rho_bt = _budgets(method, z, hyper)
-    sigma = gradient_sigma(rho_grad, clip)
+    sigma = gaussian_sigma(rho_grad, clip)
     step_event = iteration_event(oracle, method, z, hyper)
     lr, eta0, chosen = hyper.step(method), hyper.eta0, []
     w = model.get_tensor()

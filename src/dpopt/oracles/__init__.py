@@ -9,6 +9,10 @@ model implementing :class:`dpopt.models.PrivateModel`:
   (:meth:`PrivateOracle.select_step`);
 * :class:`Ray`, :func:`above_threshold_search`, :func:`line_search_event` — the
   line-search query itself (chen2020 Algorithm 1, Theorems 1–3);
+* :func:`noisy_btls`, :func:`noisy_btls_step`, :func:`reset_initial_step` — NoisyBTLS
+  around that query (chen2020 Algorithm 1, intelligent backtracking §4.2), and
+  :class:`LineSearchOracle`, the oracle DP-BLSGD builds from a declared ``n_public``:
+  shared by :mod:`dpopt.linesearch` and :mod:`dpopt.neural`;
 * :func:`majority_label` — private selection of the majority class;
 * :class:`Normalizer`, :func:`public_normalizer` — the public record count that
   released sums are divided by (never the data's own n);
@@ -17,6 +21,8 @@ model implementing :class:`dpopt.models.PrivateModel`:
 
 from .ledgers import run_ledger, smallest_affordable_scale
 from .line_search import NOISES, QUERIES, Ray, above_threshold_search, armijo_queries, line_search_event
+from .line_search_oracle import LineSearchOracle
+from .noisy_btls import candidate_steps, noisy_btls, noisy_btls_step, reset_initial_step
 from .normalizer import (
     COUNT_SHARE,
     CountDisclosureWarning,
@@ -38,6 +44,11 @@ __all__ = [
     "above_threshold_search",
     "armijo_queries",
     "line_search_event",
+    "candidate_steps",
+    "noisy_btls",
+    "noisy_btls_step",
+    "reset_initial_step",
+    "LineSearchOracle",
     "Normalizer",
     "COUNT_SHARE",
     "count_sigma",
