@@ -48,6 +48,30 @@ def test_tune_a_private_estimator_writes_its_report(root, capsys, monkeypatch):
     assert "selection conditional" in captured.out and "saved      report.json" in captured.out
 
 
+def test_tuned_model_is_saved_with_one_ledger_and_predicts(root, capsys, monkeypatch):
+    monkeypatch.chdir(root)
+    code = main([*BASE, "--space", "regularization=1e-4:1e-1:log", "--epsilon", "1", "--train-epsilon", "0.5",
+                 "--out", "tuned.json", "--model-out", "tuned_model.json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    report = json.loads((root / "tuned.json").read_text())
+    model = json.loads((root / "tuned_model.json").read_text())
+    assert model["format"] == "dpopt-model" and model["preprocessing"] is not None
+    assert model["estimator"]["params"]["regularization"] == pytest.approx(report["best_params"]["regularization"])
+    record = model["privacy"]
+    # one ledger: the 3 fits, the refit and both releases, as the report states
+    assert record["epsilon"] == pytest.approx(report["privacy"]["epsilon"]) == pytest.approx(4 * 0.5 + 1.0)
+    assert len(record["events"]) == len(report["privacy"]["events"]) and record["guarantee"] in ("approximate", "conditional")
+    assert any("label set" in d for d in record["disclosed"])
+    assert "model      tuned_model.json" in captured.out
+    assert main(["account", "--events", "tuned_model.json"]) == 0
+    capsys.readouterr()
+    assert main(["predict", "--model", "tuned_model.json", "--data", "train.csv", "--out", "pred.csv"]) == 0
+    with open(root / "pred.csv") as fh:
+        rows = list(csv.reader(fh))
+    assert rows[0] == ["income"] and len(rows) == N + 1 and {r[0] for r in rows[1:]} <= {"high", "low"}
+
+
 def test_tune_algorithm_3_with_sklearn_protects_validation_only(root, capsys, monkeypatch):
     monkeypatch.chdir(root)
     code = main([*BASE, "--estimator", "sklearn-logistic", "--algorithm", "3", "--space", "C=1:100:log",
@@ -55,6 +79,7 @@ def test_tune_algorithm_3_with_sklearn_protects_validation_only(root, capsys, mo
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert "only the validation rows are protected" in captured.err
+    assert not (root / "alg3.model.json").exists()  # a non-private estimator's refit is not saved
     privacy = json.loads((root / "alg3.json").read_text())["privacy"]
     assert privacy["selection_guarantee"] == "exact" and privacy["epsilon"] == pytest.approx(1.0)
 

@@ -318,7 +318,6 @@ def load_encoded(args, command: str, pending: list | None = None) -> tuple:
 
 def run(args) -> int:
     from ..estimators import DPHuberSVC, DPLogisticRegression, UtilityWarning
-    from ..estimators.persist import save_model
     from ..privacy import BudgetExceededError
     from ..progress import Progress
 
@@ -361,9 +360,22 @@ def run(args) -> int:
 
     record = estimator.privacy_record()
     disclosed = disclosures(schema, X.shape[0], dropped)
+    data = save_fitted(args, out, estimator, schema, X, record, disclosed)
+    for message, kind in pending:
+        warn("fit", message, kind)
+    if not args.quiet:
+        _summary(estimator, record, X.shape[0], data, [*record["disclosed"], *disclosed], out)
+    return 0
+
+
+def save_fitted(args, out: Path, estimator, schema, X, record: dict, disclosed: list[str]) -> dict:
+    """Save a fitted private estimator as ``dpopt fit`` does (schema, feature names, data summary,
+    ``record`` as its privacy record, ``disclosed``); return the data summary.  Shared by ``dpopt tune``."""
+    from ..estimators.persist import save_model
+
     # n is public under replace-one (and disclosed under --missing drop); under add/remove it is not
     # covered by the guarantee, so it is not stored.
-    n_public = record["relation"] == "replace_one" or dropped
+    n_public = record["relation"] == "replace_one" or args.missing == "drop"
     data = {
         "file": args.data.name,
         "target": args.target,
@@ -381,14 +393,11 @@ def run(args) -> int:
             feature_names=schema.feature_names,
             data=data,
             disclosed=disclosed,
+            privacy=record,
         )
     except (OSError, ValueError) as exc:
         raise UserError(f"cannot write the model to {out}: {exc}") from None
-    for message, kind in pending:
-        warn("fit", message, kind)
-    if not args.quiet:
-        _summary(estimator, record, X.shape[0], data, [*record["disclosed"], *disclosed], out)
-    return 0
+    return data
 
 
 def _summary(estimator, record: dict, n_rows: int, data: dict, disclosed: list[str], out: Path) -> None:

@@ -17,6 +17,13 @@ Algorithms 1 and 2 hold only under the GP assumption with the stated ``--k1``.
 The report (``--out``, JSON) holds the released parameters and score, the
 privacy record with every event, and what was disclosed; no per-candidate
 validation score (those are not covered by the guarantee).
+
+With a private estimator the refit model (the released hyper-parameters,
+fitted once more on the training part) is saved as ``dpopt fit`` saves one
+(``--model-out``, default the report's name with ``.model.json``; ``dpopt
+predict`` applies it): same schema, feature names, data summary and
+disclosures, and as its privacy record the search's one ledger, every fit
+and both releases composed (kusner2015 with a private tuned estimator).
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ import warnings
 from pathlib import Path
 
 from . import UserError
-from .fit import add_data_arguments, disclosures, load_encoded, parse_classes, warn
+from .fit import add_data_arguments, disclosures, load_encoded, parse_classes, save_fitted, warn
 
 #: ``--estimator`` choices.
 ESTIMATORS = ("logistic", "huber-svc", "sklearn-logistic")
@@ -63,6 +70,9 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, help="seed of the split, the candidates and the noise (default: OS entropy)")
     p.add_argument("--out", type=Path, metavar="REPORT.json",
                    help="where to write the report (default ./<data name>.tune.json)")
+    p.add_argument("--model-out", type=Path, metavar="MODEL.json",
+                   help="where to save the refit private model for dpopt predict (default: the report's name "
+                   "with .model.json)")
     p.add_argument("--quiet", action="store_true", help="print nothing but warnings and errors")
     p.set_defaults(func=run)
 
@@ -135,8 +145,12 @@ def run(args) -> int:
     _check(args)
     space = parse_space(args.space)
     out = args.out if args.out is not None else Path(f"{args.data.stem}.tune.json")
-    if not (out.parent if str(out.parent) else Path(".")).is_dir():
-        raise UserError(f"--out folder {str(out.parent)!r} does not exist")
+    model_out = None
+    if args.estimator != "sklearn-logistic":
+        model_out = args.model_out if args.model_out is not None else out.with_name(f"{out.stem}.model.json")
+    for option, path in (("--out", out), ("--model-out", model_out)):
+        if path is not None and not (path.parent if str(path.parent) else Path(".")).is_dir():
+            raise UserError(f"{option} folder {str(path.parent)!r} does not exist")
     schema, X, y, rows_read = load_encoded(args, "tune")
     data_norm = args.data_norm if args.data_norm is not None else schema.row_bound
     search = DPBayesSearchCV(
@@ -171,6 +185,9 @@ def run(args) -> int:
         out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     except OSError as exc:
         raise UserError(f"cannot write the report to {out}: {exc}") from None
+    if model_out is not None:
+        disclosed = disclosures(schema, int(X.shape[0]), args.missing == "drop")
+        save_fitted(args, model_out, search.best_estimator_, schema, X, search.privacy_record(), disclosed)
     if not args.quiet:
         params = ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
                            for k, v in search.best_params_.items())
@@ -181,4 +198,6 @@ def run(args) -> int:
               f"{privacy['protects']}")
         print(f"assumption {privacy['selection']['notes']}")
         print(f"saved      {out}")
+        if model_out is not None:
+            print(f"model      {model_out} (the refit model with the composed privacy record; dpopt predict)")
     return 0

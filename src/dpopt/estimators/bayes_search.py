@@ -309,6 +309,34 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
                 book.charge(event)
         return model
 
+    def privacy_record(self) -> dict:
+        """The whole search's privacy record in the format of a private estimator's ``privacy_record()``.
+
+        One ledger (kusner2015 with a private tuned estimator): ε and the event
+        log compose every training fit, the refit and the selection's two
+        releases; ``guarantee`` is the weaker of the refit's and the
+        selection's (Algorithms 1–2: "conditional").  Saved with the refit
+        model (``persist.save_model(..., privacy=search.privacy_record())``,
+        as ``dpopt tune`` does) it is what ``dpopt account --events`` re-checks.
+        """
+        from .linear import _weakest
+
+        best = self._best()
+        if not _is_private(self.estimator):
+            raise ValueError("privacy_record needs a private estimator (its training rows are not protected)")
+        own = best.privacy_record()
+        return {
+            "method": own["method"],
+            "epsilon": self.privacy_["epsilon"],
+            "delta": self.privacy_["delta_ledger"],
+            "notion": self.privacy_["notion"],
+            "relation": self.privacy_["relation"],
+            "guarantee": _weakest({own["guarantee"], self.privacy_["selection_guarantee"]}),
+            "events": list(self.privacy_["events"]),
+            "selection": dict(self.privacy_["selection"]),
+            "protects": self.privacy_["protects"],
+        }
+
     # -- prediction through the refitted estimator ---------------------------------------------
     def _best(self):
         check_is_fitted(self, "best_estimator_")

@@ -102,12 +102,17 @@ def model_to_dict(
     feature_names: Sequence[str] | None = None,
     data: Mapping | None = None,
     disclosed: Sequence[str] = (),
+    privacy: Mapping | None = None,
 ) -> dict:
     """The JSON object of the module docstring for a fitted ``estimator``.
 
     ``preprocessing`` is a :meth:`TableSchema.to_dict` (or any JSON object
     that maps raw rows to the estimator's features), ``data`` a summary of
     the training data, ``disclosed`` the non-private releases to record.
+    ``privacy`` replaces the estimator's own :meth:`privacy_record` by a
+    record that composes more than its fit, in the same format (e.g.
+    :meth:`DPBayesSearchCV.privacy_record`: every fit of a tuning run and the
+    selection's releases, one ledger, kusner2015).
     """
     name = type(estimator).__name__
     if name not in ESTIMATORS:
@@ -136,7 +141,10 @@ def model_to_dict(
         "feature_names": None if feature_names is None else [str(f) for f in feature_names],
         "preprocessing": None if preprocessing is None else dict(preprocessing),
         "privacy": _json_scalar(
-            {**estimator.privacy_record(), "disclosed": [*estimator.disclosed_, *map(str, disclosed)]}
+            {
+                **(estimator.privacy_record() if privacy is None else dict(privacy)),
+                "disclosed": [*estimator.disclosed_, *map(str, disclosed)],
+            }
         ),
         "data": {} if data is None else _json_scalar(dict(data)),
     }
