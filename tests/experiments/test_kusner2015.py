@@ -54,5 +54,10 @@ def test_private_methods_record_their_guarantee(result):
     assert all(r["score_error"] >= 0 for r in np_bo)
 
 
+def test_tuned_space_includes_the_budget_split():
+    # kuru2022 Remark 4.1's E0 sets dp-nag-opt's split of epsilon over T' <= T iterations
+    assert set(k.SPACE) == {"initial_error", "regularization", "iterations"}
+
+
 def test_registered_for_reproduce():
     assert registry.get("kusner2015").load() is k.run

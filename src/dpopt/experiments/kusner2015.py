@@ -21,9 +21,15 @@ likelihood of the single-task GP on the F_V rows, then k₁ is varied over
 pairs; the unrestricted maximizer k₁ ∈ (0, 1) is reported too.
 
 Part 2, the application (issue 20's table).  DPLogisticRegression (dp-nag-opt,
-ε_train per fit) is tuned over (regularization ∈ [10⁻⁵, 10⁻¹] log, iterations
-∈ [5, 200] log, rounded) on a fixed split of Adult's training file (training
-part / sensitive validation part) and tested on Adult's test file.  For each
+ε_train per fit) is tuned over (ε-split, regularization, iterations) — :data:`SPACE`:
+regularization ∈ [10⁻⁵, 10⁻¹] log, iterations T ∈ [5, 200] log (rounded), and
+the budget split's E₀ ∈ [10⁻¹, 10³] log: dp-nag-opt splits ε_train over the
+iterations by kuru2022 (4.4)/(4.5) (ε_t ∝ a_{T',t}^{1/3}) over the T' ≤ T
+iterations that minimize the bound (4.6) for the initial-error guess E₀
+(Remark 4.1, ``method_params["initial_error"]``), so E₀ sets how many
+iterations share ε_train and how much each gets — on a fixed split of Adult's
+training file (training part / sensitive validation part) and tested on
+Adult's test file.  For each
 seed every candidate of Λ (``n_candidates`` Sobol points) is fitted once with
 its own training noise (a table of validation and test accuracies), and every
 method reads the same table, with T = ``n_iter`` evaluations:
@@ -76,6 +82,8 @@ from .framework import PaperExperiment, ReportParts, progress_counter
 
 __all__ = ["Config", "QUICK", "FULL", "Kusner2015Run", "run", "METHODS", "SUMMARY_COLUMNS"]
 
+#: The private estimator's tuned space (ε-split, regularization, iterations); see the module docstring.
+SPACE = {"initial_error": (1e-1, 1e3, "log"), "regularization": (1e-5, 1e-1, "log"), "iterations": (5, 200, "log")}
 METHODS = ("alg1", "alg2", "alg3", "non-private-bo", "random-search", "grid-expmech")
 SUMMARY_COLUMNS = (
     "part", "method", "validation_size", "k1", "epsilon", "loglik_mean", "accuracy_mean", "accuracy_std",
@@ -282,8 +290,7 @@ def _tuning_tables(config: Config, log):
     tr, va = order[: config.train_rows], order[config.train_rows:]
     Xtr, ytr, Xva, yva = train.X[tr], train.y[tr], train.X[va], train.y[va]
     Xte, yte = test.X[: config.test_rows], test.y[: config.test_rows]
-    cands = CandidateSet.sobol({"regularization": (1e-5, 1e-1, "log"), "iterations": (5, 200, "log")},
-                               config.n_candidates, seed=config.seed)
+    cands = CandidateSet.sobol(SPACE, config.n_candidates, seed=config.seed)
     val = np.empty((config.seeds, len(cands)))
     tst = np.empty_like(val)
     for s in range(config.seeds):
@@ -291,7 +298,7 @@ def _tuning_tables(config: Config, log):
             p = cands.params(j)
             model = DPLogisticRegression(  # the tuned method, named: "auto" now chooses by the data's size
                 epsilon=config.train_epsilon, data_norm=1.0, regularization=p["regularization"], method="dp-nag-opt",
-                method_params={"iterations": int(round(p["iterations"]))},
+                method_params={"iterations": int(round(p["iterations"])), "initial_error": p["initial_error"]},
                 random_state=(config.seed * 1000 + s) * 1000 + j,
             )  # fmt: skip
             with warnings.catch_warnings():
