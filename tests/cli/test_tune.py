@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
 import json
 
 import numpy as np
@@ -32,12 +34,20 @@ BASE = ["tune", "--data", "train.csv", "--target", "income", "--bounds", "age=17
         "--categories", "city=Paris,Rome,Oslo", "--seed", "0", "--n-iter", "3", "--n-candidates", "16"]
 
 
-def test_tune_a_private_estimator_writes_its_report(root, capsys, monkeypatch):
-    monkeypatch.chdir(root)
-    code = main([*BASE, "--space", "regularization=1e-4:1e-1:log", "--epsilon", "1", "--train-epsilon", "0.5",
-                 "--out", "report.json"])
-    captured = capsys.readouterr()
-    assert code == 0, captured.err
+@pytest.fixture(scope="module")
+def tuned(root):
+    """One private tune run (report.json and, beside it, report.model.json): its exit code and stdout."""
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(out):
+        mp.chdir(root)
+        code = main([*BASE, "--space", "regularization=1e-4:1e-1:log", "--epsilon", "1", "--train-epsilon", "0.5",
+                     "--out", "report.json"])
+    return code, out.getvalue()
+
+
+def test_tune_a_private_estimator_writes_its_report(root, tuned):
+    code, stdout = tuned
+    assert code == 0
     report = json.loads((root / "report.json").read_text())
     assert set(report["best_params"]) == {"regularization"} and 1e-4 <= report["best_params"]["regularization"] <= 0.1
     privacy = report["privacy"]
@@ -45,17 +55,16 @@ def test_tune_a_private_estimator_writes_its_report(root, capsys, monkeypatch):
     assert privacy["epsilon"] == pytest.approx(4 * 0.5 + 1.0) and privacy["protects"] == "training and validation rows"
     assert privacy["selection_guarantee"] == "conditional" and "k1(V, V') = 0.95" in privacy["selection"]["notes"]
     assert any("label set" in d for d in report["disclosed"])
-    assert "selection conditional" in captured.out and "saved      report.json" in captured.out
+    assert "selection conditional" in stdout and "saved      report.json" in stdout
+    assert "model      report.model.json" in stdout
 
 
-def test_tuned_model_is_saved_with_one_ledger_and_predicts(root, capsys, monkeypatch):
+def test_tuned_model_is_saved_with_one_ledger_and_predicts(root, tuned, capsys, monkeypatch):
+    """The refit model saved beside the report loads in dpopt predict and dpopt account."""
     monkeypatch.chdir(root)
-    code = main([*BASE, "--space", "regularization=1e-4:1e-1:log", "--epsilon", "1", "--train-epsilon", "0.5",
-                 "--out", "tuned.json", "--model-out", "tuned_model.json"])
-    captured = capsys.readouterr()
-    assert code == 0, captured.err
-    report = json.loads((root / "tuned.json").read_text())
-    model = json.loads((root / "tuned_model.json").read_text())
+    assert tuned[0] == 0
+    report = json.loads((root / "report.json").read_text())
+    model = json.loads((root / "report.model.json").read_text())
     assert model["format"] == "dpopt-model" and model["preprocessing"] is not None
     assert model["estimator"]["params"]["regularization"] == pytest.approx(report["best_params"]["regularization"])
     record = model["privacy"]
@@ -64,10 +73,9 @@ def test_tuned_model_is_saved_with_one_ledger_and_predicts(root, capsys, monkeyp
     assert len(record["events"]) == len(report["privacy"]["events"])
     assert record["guarantee"] in ("approximate", "conditional")  # the weaker of the refit's and the selection's
     assert any("label set" in d for d in record["disclosed"])
-    assert "model      tuned_model.json" in captured.out
-    assert main(["account", "--events", "tuned_model.json"]) == 0
+    assert main(["account", "--events", "report.model.json"]) == 0
     capsys.readouterr()
-    assert main(["predict", "--model", "tuned_model.json", "--data", "train.csv", "--out", "pred.csv"]) == 0
+    assert main(["predict", "--model", "report.model.json", "--data", "train.csv", "--out", "pred.csv"]) == 0
     with open(root / "pred.csv") as fh:
         rows = list(csv.reader(fh))
     assert rows[0] == ["income"] and len(rows) == N + 1 and {r[0] for r in rows[1:]} <= {"high", "low"}
