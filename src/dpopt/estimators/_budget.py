@@ -26,6 +26,7 @@ from __future__ import annotations
 import copy
 
 from ..privacy import BudgetExceededError, Ledger, equal_share
+from ..privacy.mechanisms import check_ledger
 
 __all__ = ["FitBudget", "open_fit"]
 
@@ -62,13 +63,7 @@ def open_fit(ledger, epsilon: float, delta: float, *, notion: str, relation: str
     if ledger is None:
         fresh = Ledger(epsilon, 0.0 if notion == "pure" else delta, notion, relation=relation)
         return FitBudget(fresh, fresh, fresh, epsilon, 0.0 if notion == "pure" else delta)
-    if not isinstance(ledger, Ledger):
-        raise TypeError(f"ledger must be a dpopt.privacy.Ledger or None, got {type(ledger).__name__}")
-    if ledger.relation != relation:
-        raise ValueError(
-            f"ledger has the relation {ledger.relation!r} but this method's guarantee is under {relation!r}: "
-            "use a ledger with that relation"
-        )
+    check_ledger(ledger, relation, why=" for this method's guarantee")
     if notion != "pure" and ledger.notion == "pure":
         raise ValueError("this method needs (epsilon, delta) accounting; the ledger is pure-DP (accountant 'pure')")
     share_delta = 0.0 if ledger.notion == "pure" else delta

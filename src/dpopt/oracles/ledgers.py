@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .._validation import check_delta, check_positive
 from ..privacy import Ledger, make_accountant
+from ..privacy.mechanisms import check_ledger
 
 __all__ = ["run_ledger", "smallest_affordable_scale"]
 
@@ -26,12 +27,7 @@ def run_ledger(ledger, epsilon, delta, *, accountant: str, relation: str = "add_
         epsilon = check_positive("epsilon", epsilon)
         delta = check_delta("delta", 0.0 if delta is None else delta)
         return Ledger(epsilon, delta, accountant, relation=relation, orders=orders), epsilon, delta
-    if not isinstance(ledger, Ledger):
-        raise TypeError(f"ledger must be a dpopt.privacy.Ledger, got {type(ledger).__name__}")
-    if ledger.relation != relation:
-        raise ValueError(
-            f"ledger.relation must be {relation!r} for this method, got {ledger.relation!r}"
-        )
+    check_ledger(ledger, relation, why=" for this method")
     if epsilon is None:
         return ledger, ledger.epsilon, ledger.delta
     epsilon = check_positive("epsilon", epsilon)

@@ -52,14 +52,8 @@ def _setup(problem, epsilon, repetitions, rng, ledger):
     R = 1 if repetitions is None else check_int("repetitions", repetitions)
     if ledger is None:
         ledger = new_ledger(epsilon)
-    elif not isinstance(ledger, Ledger):
-        raise TypeError(f"ledger must be a dpopt.privacy.Ledger, got {type(ledger).__name__}")
-    elif ledger.relation != RELATION:
-        raise ValueError(
-            f"ledger.relation must be {RELATION!r} (han2014 eq. (4)), the relation the "
-            "sensitivities "
-            f"refer to; got {ledger.relation!r}"
-        )
+    else:
+        mech.check_ledger(ledger, RELATION, why=" (han2014 eq. (4))")
     return epsilon, R, as_generator(rng), ledger
 
 

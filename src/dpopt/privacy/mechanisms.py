@@ -48,10 +48,16 @@ __all__ = [
 ]
 
 
-def check_ledger(ledger) -> Ledger:
-    """``ledger`` itself if it is a :class:`Ledger` (``TypeError`` otherwise); for every mechanism."""
+def check_ledger(ledger, relation: str | None = None, *, why: str = "") -> Ledger:
+    """``ledger`` itself if it is a :class:`Ledger` (``TypeError`` otherwise) whose neighbouring
+    relation is ``relation`` when one is given (``ValueError`` otherwise, ``why`` appended)."""
     if not isinstance(ledger, Ledger):
         raise TypeError(f"ledger must be a dpopt.privacy.Ledger, got {type(ledger).__name__}")
+    if relation is not None and ledger.relation != relation:
+        raise ValueError(
+            f"ledger.relation must be {relation!r}{why}: the sensitivities are computed for it; "
+            f"got {ledger.relation!r}"
+        )
     return ledger
 
 
