@@ -99,3 +99,26 @@ def test_liu2024_step_condition():
         cal.liu2024_noise_sigma(1.0, 0.01, steps=49_999, **kw)
     assert cal.liu2024_noise_sigma(1.0, 0.01, steps=50_000, **kw) > 0
     assert cal.liu2024_noise_sigma(1.0, 0.01, steps=10, check_steps=False, **kw) > 0
+
+
+def test_release_rows_is_each_holders_own_release():
+    events = [accounting.round_event(s, lipschitz=1.0, local_samples=10, activation_rate=0.5) for s in (2.0, 2.0, 3.0)]
+
+    def blocks():
+        return [
+            PrepaidGaussianRounds(
+                e, rounds=2, first_round=1, ledger=Ledger(50.0, 1e-5, "rdp"), rng=np.random.default_rng(seed)
+            )
+            for seed, e in enumerate(events)
+        ]
+
+    value = np.arange(24.0).reshape(6, 4)
+    one, many = blocks(), blocks()
+    parts = [value[:1], value[1:3], value[3:]]
+    expected = np.concatenate([block.release(part, 1) for block, part in zip(one, parts, strict=True)])
+    got = PrepaidGaussianRounds.release_rows(many, [1, 2, 3], value, 1)
+    assert np.array_equal(got, expected)
+    with pytest.raises(RuntimeError, match="unreleased round"):
+        PrepaidGaussianRounds.release_rows(many, [1, 2, 3], value, 1)  # round 1 was released
+    with pytest.raises(ValueError, match="counts"):
+        PrepaidGaussianRounds.release_rows(many, [1, 2, 2], value, 2)

@@ -227,12 +227,64 @@ def _neighbourhoods(edges: np.ndarray):
     return node, ids, weights
 
 
+def _draw_records(cfg: Config, shards: list, state: NodeState, samplers: list, nodes, senders, counts):
+    """Each sender's b records for each of its active repetitions, from its own sampling stream.
+
+    Rows are sender-major (sender k's ``counts`` repetitions together), written
+    straight into one (P, b, d) block; b = 1 is Algorithm 1 line 6 (one record
+    uniformly: the size-1 fixed-size sample).
+    """
+    P, b = int(sum(counts)), cfg.batch
+    rows, labels = np.empty((P, b, cfg.d)), np.empty((P, b))
+    lo = 0
+    for k, c in zip(senders, counts, strict=True):
+        X, y = shards[k]
+        if b > 1:
+            idx = samplers[k].indices(state.sampling[k], repetitions=c)
+        elif c == 1:  # the same number as integers(q, size=(1, 1)), without the array round trip
+            idx = state.sampling[k].integers(cfg.sizes[int(nodes[k])])
+        else:
+            idx = state.sampling[k].integers(cfg.sizes[int(nodes[k])], size=(c, 1))
+        rows[lo : lo + c] = X[idx]
+        labels[lo : lo + c] = y[idx]
+        lo += c
+    return rows, labels
+
+
+def _exchange(cfg: Config, comm, state: NodeState, edges: np.ndarray, local_index: np.ndarray) -> np.ndarray:
+    """Messages on the world's node axis (R, n, d): local ones, plus those received along sampled edges.
+
+    Only the two ends of a sampled edge that live in different processes send
+    to each other (point to point, line 8); nothing else crosses.
+    """
+    nodes, is_local = comm.nodes, local_index >= 0
+    world = np.zeros((cfg.repetitions, cfg.n, cfg.d))
+    world[:, nodes] = state.z
+    sends, recvs = [], []
+    for r, e in zip(*np.nonzero(edges[:, :, 0] >= 0), strict=True):
+        a, b = int(edges[r, e, 0]), int(edges[r, e, 1])
+        for src, dst in ((a, b), (b, a)):
+            if is_local[src] and not is_local[dst]:
+                sends.append((dst, (int(r), src), state.z[r, local_index[src]]))
+            elif is_local[dst] and not is_local[src]:
+                recvs.append((src, (int(r), src), (cfg.d,)))
+    for (r, j), value in comm.exchange(sends, recvs).items():
+        world[r, j] = value
+    return world
+
+
 def run_block(cfg: Config, comm, shards: list, state: NodeState, stop: int, round_events: list) -> NodeState:
-    """Run rounds state.t+1 … ``stop`` for the holder's nodes (prepaying them first when private)."""
+    """Run rounds state.t+1 … ``stop`` for the holder's nodes (prepaying them first when private).
+
+    Per round the work is O(active nodes · d) plus O(edge ends · d): z is
+    updated in place, only the rows of sampled edges' ends are mixed, and when
+    every node of a single repetition is active the rows are the arrays' own
+    (views, no gathers).
+    """
     nodes = comm.nodes
-    n, R = cfg.n, cfg.repetitions
+    n, R, nb = cfg.n, cfg.repetitions, len(comm.nodes)
     local_index = np.full(n, -1, dtype=np.int64)
-    local_index[nodes] = np.arange(len(nodes))
+    local_index[nodes] = np.arange(nb)
     is_local = local_index >= 0
     everything_local = bool(is_local.all())
     first, count = state.t + 1, stop - state.t
@@ -247,7 +299,7 @@ def run_block(cfg: Config, comm, shards: list, state: NodeState, stop: int, roun
             )
             for k, i in enumerate(nodes)
         ]
-    samplers = [FixedSizeSampler(cfg.batch, cfg.sizes[int(i)]) for i in nodes]
+    samplers = [FixedSizeSampler(cfg.batch, cfg.sizes[int(i)]) for i in nodes] if cfg.batch > 1 else None
     sched, reg = cfg.schedule, cfg.regularizer
     p = cfg.activation_rate
     public = state.public[0]
@@ -255,68 +307,36 @@ def run_block(cfg: Config, comm, shards: list, state: NodeState, stop: int, roun
         a_t = float(sched.a(t))
         c_next, g_next = p * float(sched.A(t + 1)), float(sched.gamma_at(t + 1))
         all_active, edges = _plan(cfg, public)
-        is_active = all_active[:, nodes]
-        messages = state.z.copy()
-        senders = np.flatnonzero(is_active.any(axis=0))
-        if len(senders):
-            reps_of = [np.flatnonzero(is_active[:, k]) for k in senders.tolist()]
-            draws = []
-            for k, reps in zip(senders.tolist(), reps_of, strict=True):  # each node's own sampling stream
-                if cfg.batch == 1:  # one record uniformly (Algorithm 1 line 6): the size-1 fixed-size sample
-                    draws.append(state.sampling[k].integers(cfg.sizes[int(nodes[k])], size=(len(reps), 1)))
-                else:
-                    draws.append(samplers[k].indices(state.sampling[k], repetitions=len(reps)))
-            rows = np.concatenate([shards[k][0][idx] for k, idx in zip(senders.tolist(), draws, strict=True)])
-            labels = np.concatenate([shards[k][1][idx] for k, idx in zip(senders.tolist(), draws, strict=True)])
-            rr = np.concatenate(reps_of)
-            kk = np.repeat(senders, [len(r) for r in reps_of])
-            g = clipped_mean_subgradient(rows, labels, state.x[rr, kk], cfg.loss, cfg.lipschitz)
-            if sessions is not None:  # each node's noise stream, through its prepaid block
-                bounds = np.cumsum([0] + [len(r) for r in reps_of])
-                g = np.concatenate(
-                    [
-                        sessions[k].release(g[lo:hi], t)
-                        for k, lo, hi in zip(senders.tolist(), bounds[:-1], bounds[1:], strict=True)
-                    ]
-                )
-            messages[rr, kk] = state.z[rr, kk] + a_t * g
-        # messages on the world's node axis: local ones, plus those received along sampled edges
-        if everything_local:
-            world = messages
-        else:
-            world = np.zeros((R, n, cfg.d))
-            world[:, nodes] = messages
-            sends, recvs = [], []
-            for r, e, side in zip(*np.nonzero(edges >= 0), strict=True):
-                if side:
-                    continue
-                a, b = int(edges[r, e, 0]), int(edges[r, e, 1])
-                for src, dst in ((a, b), (b, a)):
-                    if is_local[src] and not is_local[dst]:
-                        sends.append((dst, (int(r), src), messages[r, local_index[src]]))
-                    elif is_local[dst] and not is_local[src]:
-                        recvs.append((src, (int(r), src), (cfg.d,)))
-            for (r, j), value in comm.exchange(sends, recvs).items():
-                world[r, j] = value
-        new_z = messages  # inactive nodes keep z_i; active nodes off every edge: z_i + a_t ζ_i
-        if edges.shape[1]:
+        kk, rr = np.nonzero(all_active[:, nodes].T)  # sender-major: each node's active repetitions together
+        # the active (repetition, node) rows: a view when all nodes of the one repetition are active
+        sel = (0, slice(None)) if R == 1 and len(kk) == nb else (rr, kk)
+        if len(kk):
+            per_node = np.bincount(kk, minlength=nb)
+            senders = np.flatnonzero(per_node)
+            counts = per_node[senders].tolist()
+            senders = senders.tolist()
+            rows, labels = _draw_records(cfg, shards, state, samplers, nodes, senders, counts)
+            g = clipped_mean_subgradient(rows, labels, state.x[sel], cfg.loss, cfg.lipschitz)
+            if sessions is not None:  # each node's noise stream, through its prepaid block (line 7)
+                g = PrepaidGaussianRounds.release_rows([sessions[k] for k in senders], counts, g, t)
+            g *= a_t
+            state.z[sel] += g  # the message z_j + a_t ζ_j; inactive nodes keep z_j
+        if edges.shape[1]:  # eq. (5) on the sampled edges' ends only, summed in increasing node id
             node, ids, weights = _neighbourhoods(edges)
-            rr, ss = np.nonzero((node >= 0) & is_local[np.maximum(node, 0)])
-            if len(rr):
-                gathered = world[rr[:, None], ids[rr, ss]]  # (P, K, d)
-                w = weights[rr, ss]
+            er, es = np.nonzero((node >= 0) & is_local[np.maximum(node, 0)])
+            if len(er):  # a holder without an edge end neither sends nor receives
+                world = state.z if everything_local else _exchange(cfg, comm, state, edges, local_index)
+                gathered = world[er[:, None], ids[er, es]]  # (P, K, d), a copy
+                w = weights[er, es]
                 mixed = w[:, 0, None] * gathered[:, 0]
-                for k in range(1, w.shape[1]):  # eq. (5), summed in increasing node id
+                for k in range(1, w.shape[1]):
                     mixed = mixed + w[:, k, None] * gathered[:, k]
-                new_z = messages.copy()
-                new_z[rr, local_index[node[rr, ss]]] = mixed
-        state.z = new_z
-        rr, kk = np.nonzero(is_active)
-        if len(rr):
+                state.z[er, local_index[node[er, es]]] = mixed
+        if len(kk):  # the running average's lazy term, then the prox step (6)
             A = sched.A
-            state.acc[rr, kk] += (float(A(t)) - A(state.since[rr, kk] - 1))[:, None] * state.x[rr, kk]
-            state.since[rr, kk] = t + 1
-            state.x[rr, kk] = reg.argmin(state.z[rr, kk], c_next, g_next)
+            state.acc[sel] += (float(A(t)) - A(state.since[sel] - 1))[:, None] * state.x[sel]
+            state.since[sel] = t + 1
+            state.x[sel] = reg.argmin(state.z[sel], c_next, g_next)
         state.t = t
     return state
 

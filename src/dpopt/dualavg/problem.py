@@ -39,10 +39,12 @@ def clipped_mean_subgradient(
     any nodes); ``x`` (k, d): the point of each draw.  Algorithm 1 step 6 with b = 1.
     """
     margins = labels * np.einsum("kbd,kd->kb", rows, x)
-    g = (loss.dloss(margins) * labels)[..., None] * rows
-    norms = np.sqrt(np.einsum("kbd,kbd->kb", g, g))
-    scale = np.minimum(1.0, clip / np.maximum(norms, np.finfo(float).tiny))
-    return np.mean(g * scale[..., None], axis=1)
+    coef = loss.dloss(margins) * labels  # a record's subgradient is coef · row
+    norms = np.abs(coef) * np.sqrt(np.einsum("kbd,kbd->kb", rows, rows))
+    coef *= np.minimum(1.0, clip / np.maximum(norms, np.finfo(float).tiny))
+    if rows.shape[1] == 1:
+        return coef * rows[:, 0]
+    return np.einsum("kb,kbd->kd", coef, rows) / rows.shape[1]
 
 
 def local_loss_sum(X: np.ndarray, y: np.ndarray, x: np.ndarray, loss: MarginLoss) -> np.ndarray:

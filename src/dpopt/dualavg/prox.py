@@ -61,7 +61,7 @@ class Regularizer:
         if self.kind == "l1":
             x = -np.sign(z) * np.maximum(np.abs(z) - c * self.strength, 0.0) / gamma
         else:
-            x = -z / curvature
+            x = np.divide(z, -curvature)  # −z/curvature, one pass
         if np.isfinite(self.lower) or np.isfinite(self.upper):
             x = np.clip(x, self.lower, self.upper)
         return x

@@ -339,3 +339,40 @@ class PrepaidGaussianRounds:
             )
         self._last = round_index
         return value + self.sigma * self._rng.standard_normal(np.shape(value))
+
+    @staticmethod
+    def release_rows(sessions, counts, value: np.ndarray, round_index: int) -> np.ndarray:
+        """Round ``round_index`` of many holders in one call: ``value`` + N(0, σ²) per entry.
+
+        The first ``counts[0]`` rows of ``value`` are ``sessions[0]``'s, the
+        next ``counts[1]`` rows ``sessions[1]``'s, and so on; each holder's
+        noise comes from its own generator, exactly the numbers (and the sum)
+        that ``sessions[j].release(rows_j, round_index)`` gives, but drawn
+        straight into one block (no per-holder temporaries).  Every session is
+        checked before any noise is drawn.
+        """
+        value = np.asarray(value, dtype=float)
+        counts = [int(c) for c in counts]
+        if not sessions and len(value) == 0:
+            return value.copy()
+        if len(counts) != len(sessions) or sum(counts) != len(value) or min(counts, default=1) < 1:
+            raise ValueError(f"counts must give each of the {len(sessions)} sessions >= 1 of the {len(value)} rows")
+        for s in sessions:
+            if not s._last < round_index < s.first_round + s.rounds:
+                raise RuntimeError(
+                    f"round {round_index} is not an unreleased round of this prepaid block "
+                    f"[{s.first_round}, {s.first_round + s.rounds})"
+                )
+        noise = np.empty(value.shape)
+        lo = 0
+        for s, c in zip(sessions, counts, strict=True):
+            s._last = round_index
+            s._rng.standard_normal(out=noise[lo : lo + c])
+            lo += c
+        sigmas = np.array([s.sigma for s in sessions])
+        if np.all(sigmas == sigmas[0]):
+            noise *= sigmas[0]
+        else:
+            noise *= np.repeat(sigmas, counts).reshape((-1,) + (1,) * (value.ndim - 1))
+        noise += value
+        return noise
