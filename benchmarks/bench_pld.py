@@ -15,6 +15,11 @@
    (:func:`~dpopt.privacy.calibration.calibrate_noise`, PLD grid 1e-3).
 3. Cost per sample of the floating-point-safe samplers (exact discrete Laplace
    and discrete Gaussian from the OS CSPRNG) against numpy's float samplers.
+4. A PLD ledger charged step by step up to its budget (σ calibrated by PLD
+   for T steps, then ``can_afford`` + ``charge`` until refused, then
+   ``spent()``): the ledger's check (certified states, RDP first) against
+   the check it replaced (copy the accountant, compose, convert: one PLD
+   composition per charge), for a DP-SGD step and for a two-event iteration.
 
 Run:  python benchmarks/bench_pld.py [--steps N] [--rate q] [--noise z] [--delta d] [--repeats R]
 """
@@ -29,8 +34,8 @@ import warnings
 
 import numpy as np
 
+from dpopt.privacy import Ledger, pld, secure
 from dpopt.privacy import events as ev
-from dpopt.privacy import pld, secure
 from dpopt.privacy.calibration import calibrate_noise
 from dpopt.privacy.pld import PLDAccountant
 from dpopt.privacy.rdp import RDPAccountant
@@ -133,6 +138,52 @@ def secure_noise_cost(samples: int) -> None:
         print(f"{name:<34} {per * 1e6:>9.3f} us/sample  ({per / base:,.0f}x numpy Laplace)")
 
 
+def _run_ledger(ledger, pattern, limit: int) -> int:
+    charges = 0
+    while charges < limit and all(ledger.can_afford(e) for e in pattern):
+        for event in pattern:
+            ledger.charge(event)
+            charges += 1
+    ledger.spent()
+    return charges
+
+
+class _NaivePLD(PLDAccountant):
+    """The check before this ledger's: copy, compose, convert (a PLD composition per charge)."""
+
+    def fits(self, event, epsilon, delta):
+        return self.copy().compose(event).get_epsilon(delta) <= epsilon
+
+    def copy(self):
+        other = super().copy()
+        other.__class__ = _NaivePLD
+        other._known = {"eps": {}, "certified": [], "refuted": []}
+        return other
+
+
+def ledger_speed(rate: float, steps: int, delta: float, naive_steps: int) -> None:
+    print(f"\n== a PLD ledger charged to its budget (epsilon 1, delta {delta:g}, Poisson rate {rate}) ==")
+    print(f"{'workload':<34} {'charges':>8} {'seconds':>9} {'before (s)':>11} {'speed-up':>9}")
+    for name, n in (("DP-SGD step", naive_steps), ("DP-SGD step", steps), ("gradient + Laplace query", steps)):
+        sigma = calibrate_noise(1.0, delta, steps=n, rate=rate, accountant="pld").scale
+        pattern = [ev.Subsampled(ev.Gaussian(sigma), rate, "poisson")]
+        if "Laplace" in name:
+            pattern = [ev.Subsampled(ev.Gaussian(sigma), rate, "poisson"),
+                       ev.Subsampled(ev.Laplace(20.0 * n ** 0.5), rate, "poisson")]  # fmt: skip
+        clear_pld_caches()
+        start = time.perf_counter()
+        charges = _run_ledger(Ledger(1.0, delta, PLDAccountant()), pattern, 4 * n)
+        ours = time.perf_counter() - start
+        before, ratio = "", ""
+        if n <= naive_steps:
+            clear_pld_caches()
+            start = time.perf_counter()
+            _run_ledger(Ledger(1.0, delta, _NaivePLD()), pattern, 4 * n)
+            slow = time.perf_counter() - start
+            before, ratio = f"{slow:.3f}", f"{slow / ours:.1f}x"
+        print(f"{name:<34} {charges:>8} {ours:>9.3f} {before:>11} {ratio:>9}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=10_000)
@@ -141,11 +192,14 @@ def main() -> None:
     parser.add_argument("--delta", type=float, default=1e-5)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--samples", type=int, default=20_000)
+    parser.add_argument("--ledger-steps", type=int, default=3000)
+    parser.add_argument("--naive-steps", type=int, default=300, help="ledger length timed with the old check too")
     args = parser.parse_args()
     accounting(args.steps, args.rate, args.noise, args.delta, args.repeats)
     accounting(2250, 0.04, 1.5, 1e-5, args.repeats)  # Opacus's reference case
     sigma_table(0.01, 1000, 1e-5)
     secure_noise_cost(args.samples)
+    ledger_speed(0.01, args.ledger_steps, args.delta, args.naive_steps)
 
 
 if __name__ == "__main__":

@@ -286,3 +286,36 @@ def test_a_pld_ledger_spends_a_pld_calibrated_budget_and_refuses_beyond_it():
     named.charge(ev.SelfComposed(step, 10))
     assert named.to_dict()["accountant"] == "pld"
     assert Ledger.from_json(named.to_json()).spent().epsilon == pytest.approx(named.spent().epsilon, rel=1e-12)
+
+
+def test_a_pld_ledger_certifies_states_and_stops_exactly_where_a_fresh_accountant_says():
+    from dpopt.privacy import Ledger
+
+    grad = poisson(ev.Gaussian(2.0), 0.02)
+    query = poisson(ev.Laplace(30.0), 0.02)
+    both = ev.Composed((grad, query))
+    ledger = Ledger(1.0, 1e-5, accountant=PLDAccountant(H))
+    charged = 0
+    while ledger.can_afford(both):
+        ledger.charge(grad)
+        ledger.charge(query)
+        charged += 1
+    # a few hundred charges, few PLD compositions (certified states cover the rest)
+    assert charged > 50
+    assert len(ledger._accountant._known["eps"]) < 40
+    spent = ledger.spent().epsilon
+    assert spent <= 1.0
+    fresh = PLDAccountant(H).compose(ev.SelfComposed(both, charged))
+    assert fresh.get_epsilon(1e-5) == pytest.approx(spent, abs=1e-9)
+    # the refusal is exact: one more iteration does not fit by a fresh accountant either
+    assert fresh.compose(both).get_epsilon(1e-5) > 1.0
+
+
+def test_a_pld_ledger_reports_the_smaller_of_pld_and_rdp():
+    from dpopt.privacy import RDPAccountant
+
+    step = ev.Gaussian(3.0)
+    acc = PLDAccountant(H).compose(step)
+    rdp = RDPAccountant().compose(step).get_epsilon(1e-5)
+    assert acc.get_epsilon(1e-5) <= rdp
+    assert acc.fits(step, rdp * 2 + 1.0, 1e-5)  # decided by RDP without a PLD composition

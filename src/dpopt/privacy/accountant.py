@@ -91,6 +91,10 @@ class AccountantBase:
         """The ε :meth:`get_epsilon` would report after composing ``event`` (composes nothing)."""
         return float(self.copy().compose(event).get_epsilon(delta))
 
+    def fits(self, event: ev.Event, epsilon: float, delta: float) -> bool:
+        """Whether :meth:`get_epsilon` after composing ``event`` would be ≤ ``epsilon`` (a ledger's check)."""
+        return self.epsilon_after(event, delta) <= epsilon
+
 
 # --------------------------------------------------------------------------- registry
 

@@ -239,7 +239,7 @@ class Ledger:
         if isinstance(acc, PureDPAccountant):
             return acc.fits(event, self.epsilon)
         if isinstance(acc, AccountantBase):
-            return acc.epsilon_after(event, self.delta) <= self.epsilon
+            return acc.fits(event, self.epsilon, self.delta)
         trial = acc.copy().compose(event)
         return float(trial.get_epsilon(self.delta) if self.delta else trial.get_epsilon()) <= self.epsilon
 

@@ -52,9 +52,10 @@ Oh & Viswanath 2015) and their ``Subsampled`` versions:
 Everything else (``AboveThreshold``, subsampled compositions) is accounted by the RDP accountant and
 combined with the PLD part by basic composition at the best split of δ;
 :meth:`PLDAccountant.describe` and :meth:`PLDAccountant.parts` say which
-accountant produced which part.  For such mixed logs the reported ε is also
-never above what the RDP accountant alone gives for the whole log (both are
-valid bounds).
+accountant produced which part.  The reported ε is never above what the RDP
+accountant alone gives for the whole log (both are valid bounds; the smaller
+is reported), and a ledger's check before a charge uses that, and states
+already certified to fit, before it composes PLDs (:meth:`PLDAccountant.fits`).
 """
 
 from __future__ import annotations
@@ -629,6 +630,29 @@ def _flatten(event: ev.Event, count: int, out: list) -> None:
         out.append((event, count))
 
 
+@functools.lru_cache(maxsize=1024)
+def _plan(event: ev.Event) -> tuple:
+    """((base event, count, (family, rate) or None for the RDP fallback), …) of one ``event``.
+
+    Raises ``ValueError``/``TypeError`` when a base event has neither an exact
+    PLD nor an RDP curve.  Cached per event (events are immutable values).
+    """
+    parts: list = []
+    _flatten(event, 1, parts)
+    plan = []
+    for sub, n in parts:
+        pair = pld_pair(sub)
+        if pair is None:
+            RDPAccountant().cost(sub)
+        plan.append((sub, n, pair))
+    return tuple(plan)
+
+
+def _covers(certified: dict, state: frozenset) -> bool:
+    """Whether every count of ``state`` is at most the ``certified`` state's count of that event."""
+    return all(n <= certified.get(event, 0) for event, n in state)
+
+
 # δ split between the PLD part and the RDP part, as the fraction of δ given to the PLD part.
 _SPLITS = tuple(1.0 - np.geomspace(1e-3, 0.5, 16)) + tuple(np.geomspace(1e-3, 0.5, 16)[::-1])
 
@@ -651,8 +675,9 @@ class PLDAccountant(AccountantBase):
 
     Composition is lazy: ``compose`` counts events, and the PLDs are built and
     convolved on the first ``get_epsilon``/``get_delta`` after a change (T
-    identical events by one FFT power, so a ledger's check before each charge
-    costs two FFTs per direction and always equals a fresh accountant's ε).  Events without an exact PLD
+    identical events by one FFT power).  A ledger's check before each charge
+    (:meth:`fits`) composes PLDs only O(log T) times over a run of T similar
+    charges: it asks the RDP bound first and certifies scaled-up states.  Events without an exact PLD
     go to an internal :class:`~dpopt.privacy.rdp.RDPAccountant` and the two
     parts compose by basic composition (ε₁ + ε₂, δ₁ + δ₂) at the best split.
     """
@@ -670,21 +695,22 @@ class PLDAccountant(AccountantBase):
         self._rdp_part = RDPAccountant()  # events without an exact PLD
         self._rdp_events: Counter = Counter()
         self._pld_events: Counter = Counter()
+        self._counts: Counter = Counter()  # base event -> count, both parts
+        self._rdp_all: RDPAccountant | None = RDPAccountant()  # the whole log, while RDP covers it
         self._cache: dict | None = None
+        # ε of whole states (event -> count) already computed, and states certified to fit a
+        # budget (see :meth:`fits`); facts about absolute states, so copies share them
+        self._known: dict = {"eps": {}, "certified": [], "refuted": []}
 
     # -- composition ------------------------------------------------------------------
     def supports(self, event: ev.Event) -> bool:
         """Whether the event can be accounted (by its exact PLD or by the RDP fallback)."""
         if not isinstance(event, ev.Event):
             return False
-        parts: list = []
-        _flatten(event, 1, parts)
-        for sub, _ in parts:
-            if pld_pair(sub) is None:
-                try:
-                    RDPAccountant().cost(sub)
-                except (TypeError, ValueError):
-                    return False
+        try:
+            _plan(event)
+        except (TypeError, ValueError):
+            return False
         return True
 
     def compose(self, event: ev.Event, count: int = 1) -> PLDAccountant:
@@ -692,21 +718,20 @@ class PLDAccountant(AccountantBase):
         if not isinstance(event, ev.Event):
             raise TypeError(f"event must be a privacy Event, got {type(event).__name__}")
         count = val.check_int("count", count, minimum=1)
-        parts: list = []
-        _flatten(event, count, parts)
-        plan = []
-        for sub, n in parts:
-            pair = pld_pair(sub)
-            if pair is None:
-                RDPAccountant().cost(sub)  # raises for events nobody can account, before any change
-            plan.append((sub, n, pair))
-        for sub, n, pair in plan:
+        for sub, n, pair in _plan(event):  # raises for events nobody can account, before any change
+            n *= count
+            self._counts[sub] += n
             if pair is None:
                 self._rdp_part.compose(sub, n)
                 self._rdp_events[sub] += n
             else:
                 self._pld_counts[pair] += n
                 self._pld_events[sub] += n
+        if self._rdp_all is not None:
+            try:  # the event itself, as an RDP ledger composes it (so ``fits`` agrees bit for bit)
+                self._rdp_all.compose(event, count)
+            except (TypeError, ValueError):
+                self._rdp_all = None
         self._cache = None
         return self
 
@@ -716,7 +741,10 @@ class PLDAccountant(AccountantBase):
         other._pld_counts = Counter(self._pld_counts)
         other._rdp_part = self._rdp_part.copy()
         other._rdp_events, other._pld_events = Counter(self._rdp_events), Counter(self._pld_events)
+        other._counts = Counter(self._counts)
+        other._rdp_all = None if self._rdp_all is None else self._rdp_all.copy()
         other._cache = None if self._cache is None else dict(self._cache)  # the PLDs are immutable
+        other._known = self._known
         return other
 
     # -- the composed PLDs -----------------------------------------------------------------
@@ -759,25 +787,13 @@ class PLDAccountant(AccountantBase):
         return bool(self._rdp_events)
 
     def _rdp_whole(self) -> RDPAccountant | None:
-        """The RDP accountant over the whole log, when part of it is RDP-accounted (else None).
+        """The RDP accountant over the whole log (None when RDP does not cover every event).
 
-        Basic composition of the PLD and RDP parts can be looser than RDP
-        over everything; both are valid, so the smaller is reported.  Logs
-        accounted wholly by PLD skip this (PLD is the tighter there).
+        Its ε is a valid bound too; for mixed logs basic composition of the
+        PLD and RDP parts can be looser than RDP over everything, and a
+        ledger's check asks it first (:meth:`fits`).  The smaller is reported.
         """
-        if not self._has_rdp():
-            return None
-        if self._cache is None:
-            self._cache = {}
-        if "rdp" not in self._cache:
-            whole = self._rdp_part.copy()
-            try:
-                for event, n in self._pld_events.items():
-                    whole.compose(event, n)
-            except (TypeError, ValueError):
-                whole = None
-            self._cache["rdp"] = whole
-        return self._cache["rdp"]
+        return self._rdp_all
 
     def _split_epsilon(self, delta: float, pessimistic: bool) -> float:
         if not self._has_rdp():
@@ -799,11 +815,127 @@ class PLDAccountant(AccountantBase):
         delta = val.check_open_unit("delta", delta)
         if not self._has_pld() and not self._has_rdp():
             return 0.0
+        state = self._state()
+        eps = self._known["eps"].get((state, delta))
+        if eps is None:
+            eps = self._direct_epsilon(delta)
+        bounds = [e for c, d, e in self._known["certified"] if d == delta and _covers(c, state)]
+        return float(min([eps, *bounds]))
+
+    def _direct_epsilon(self, delta: float) -> float:
         eps = self._split_epsilon(delta, pessimistic=True)
         whole = self._rdp_whole()
         if whole is not None:
             eps = min(eps, whole.get_epsilon(delta))
         return float(eps)
+
+    # -- the ledger's check -----------------------------------------------------------------------
+    def _state(self, extra: ev.Event | None = None) -> frozenset:
+        """The composition as a set of (base event, count), with ``extra`` added once."""
+        if extra is None:
+            return frozenset(self._counts.items())
+        counts = dict(self._counts)
+        for sub, n, _ in _plan(extra):
+            counts[sub] = counts.get(sub, 0) + n
+        return frozenset(counts.items())
+
+    def _state_epsilon(self, state: frozenset, delta: float) -> float:
+        """The ε a fresh accountant reports for ``state`` (cached per state and δ)."""
+        known = self._known["eps"]
+        key = (state, delta)
+        if key not in known:
+            acc = PLDAccountant(self.discretization, self.tail_mass)
+            for event, n in state:
+                acc.compose(event, n)
+            if len(known) > 256:
+                known.clear()
+            known[key] = acc._direct_epsilon(delta)
+        return known[key]
+
+    def fits(self, event: ev.Event, epsilon: float, delta: float) -> bool:
+        """Whether :meth:`get_epsilon` after composing ``event`` would be ≤ ``epsilon`` (composes nothing).
+
+        A ledger asks this before every charge; it is decided, cheapest first, by
+
+        1. a *certified* state that contains the state after ``event`` (every
+           count at most the certified one): the larger composition's ε bounds
+           the smaller one's (dropping mechanisms is post-processing), and
+           :meth:`get_epsilon` reports the certified ε when it is the smaller;
+        2. the RDP accountant over the whole log (:meth:`get_epsilon` reports
+           the smaller of the PLD and RDP bounds, so RDP's ε ≤ budget is enough);
+        3. the PLD ε of the state itself; when it fits, the state is scaled up
+           (every count by one factor: doubled, else the largest fitting factor
+           found by bisection) and the largest scaled state found to fit is
+           certified, so a run of many similar charges computes PLDs O(log T)
+           times instead of once per charge.
+
+        It never admits a state whose reported ε exceeds the budget: every
+        path compares a valid upper bound on the state's ε that
+        :meth:`get_epsilon` then reports (or something smaller).
+        """
+        state = self._state(event)
+        if any(d == delta and e <= epsilon and _covers(c, state) for c, d, e in self._known["certified"]):
+            return True
+        if self._rdp_all is not None:
+            try:
+                if self._rdp_all.fits(event, epsilon, delta):
+                    return True
+            except (TypeError, ValueError):
+                pass
+        if not self._fits_exactly(state, epsilon, delta):
+            return False
+        self._certify(dict(state), epsilon, delta)
+        return True
+
+    def _fits_exactly(self, state: frozenset, epsilon: float, delta: float) -> bool:
+        """Whether the state's ε is ≤ ``epsilon``; a state that is not is remembered as refuted."""
+        if self._state_epsilon(state, delta) <= epsilon:
+            return True
+        refuted = self._known["refuted"]
+        refuted.append((dict(state), delta, epsilon))
+        del refuted[:-8]
+        return False
+
+    def _looks_refuted(self, state: frozenset, epsilon: float, delta: float) -> bool:
+        """Whether ``state`` contains a state refuted at a budget ≥ ``epsilon`` (a search hint only)."""
+        return any(
+            d == delta and e >= epsilon and _covers(dict(state), frozenset(r.items()))
+            for r, d, e in self._known["refuted"]
+        )
+
+    def _certify(self, counts: dict, epsilon: float, delta: float, steps: int = 10) -> None:
+        """Certify the largest state ⌊(1 + m/c)·counts⌋ (c the largest count, m ≤ c) found to fit.
+
+        ``counts`` itself fits.  m = c (every count doubled) is tried first,
+        then at most ``steps`` bisection steps in m; a scaled state that
+        contains a state already refuted at this budget is taken to fail
+        without computing it (the search only narrows; what is certified is
+        always computed).
+        """
+        top = max(counts.values())
+
+        def scaled(m: int) -> frozenset:
+            return frozenset((e, n + (m * n) // top) for e, n in counts.items())
+
+        def fits(m: int) -> bool:  # states containing a refuted one are not tried (only certified ones count)
+            state = scaled(m)
+            return not self._looks_refuted(state, epsilon, delta) and self._fits_exactly(state, epsilon, delta)
+
+        lo, hi = 0, top
+        if fits(hi):
+            lo = hi
+        for _ in range(steps):
+            if hi - lo <= 1:
+                break
+            mid = (lo + hi) // 2
+            if fits(mid):
+                lo = mid
+            else:
+                hi = mid
+        best = scaled(lo)
+        certified = self._known["certified"]
+        certified.append((dict(best), delta, self._state_epsilon(best, delta)))
+        del certified[:-8]
 
     def get_epsilon_bounds(self, delta: float) -> tuple[float, float]:
         """(optimistic, pessimistic) ε at ``delta``: the true ε of the PLD part lies between them.
