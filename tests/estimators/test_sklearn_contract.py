@@ -1,4 +1,4 @@
-"""The scikit-learn estimator contract of DPLogisticRegression and DPHuberSVC.
+"""The scikit-learn estimator contract of DPLogisticRegression, DPHuberSVC and DPMLPClassifier.
 
 ``check_estimator`` runs every check of the installed scikit-learn on each
 estimator with declared bounds, a fixed seed and a fast pure-DP method; none
@@ -7,7 +7,8 @@ are listed with the reason in :data:`dpopt.estimators.linear.SKLEARN_DP_EXCEPTIO
 the estimators declare them through scikit-learn's tags, and the tests below
 show that each exception is real (it fails without the tag) and no wider than
 stated.  Also: one-vs-rest multi-class fits keep the total budget, Pipeline,
-clone and get/set_params.
+clone and get/set_params.  DPMLPClassifier (a small network, each of its three
+methods) passes the same battery with the same exceptions, declared by the same tags.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from sklearn.preprocessing import MinMaxScaler
 from sklearn.utils import get_tags
 from sklearn.utils.estimator_checks import check_estimator
 
-from dpopt.estimators import DPHuberSVC, DPLogisticRegression
+from dpopt.estimators import DPHuberSVC, DPLogisticRegression, DPMLPClassifier
 from dpopt.estimators.linear import SKLEARN_DP_EXCEPTIONS
 from dpopt.privacy import PureDPAccountant, RDPAccountant
 
@@ -50,6 +51,28 @@ def test_check_estimator_passes(cls, method):
     assert all(any(reason in s for reason in ENVIRONMENT_SKIPS) for s in skipped), skipped
 
 
+def _mlp(method="dp-adam", epsilon=1.0, **kwargs):
+    """A small private MLP whose fit takes milliseconds (one hidden layer of 8, 20 iterations)."""
+    return DPMLPClassifier((8,), epsilon=epsilon, delta=1e-5, method=method, epochs=2, batch_rate=0.1,
+                           data_norm=10.0, random_state=0, **kwargs)
+
+
+@pytest.mark.parametrize("method", ["dp-adam", "dp-sgd", "dp-blsgd"])
+def test_check_estimator_passes_mlp(method):
+    torch = pytest.importorskip("torch", reason="DPMLPClassifier needs the extra dpopt[torch]")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        results = _run_checks(_mlp(method))
+    finally:
+        torch.set_num_threads(threads)
+    assert len(results) > 40
+    failed = [(r["check_name"], repr(r["exception"])[:300]) for r in results if r["status"] == "failed"]
+    assert failed == []
+    skipped = [str(r["exception"]) for r in results if r["status"] == "skipped"]
+    assert all(any(reason in s for reason in ENVIRONMENT_SKIPS) for s in skipped), skipped
+
+
 def test_exceptions_name_real_checks_with_reasons():
     for name, reason in SKLEARN_DP_EXCEPTIONS.items():
         assert callable(getattr(sk_checks, name)), name
@@ -65,6 +88,20 @@ def _without_poor_score(cls):
 
     Strict.__name__ = cls.__name__
     return Strict
+
+
+def test_poor_score_exception_is_only_the_privacy_noise_mlp():
+    """The MLP's poor_score tag, too, covers only the noise: the accuracy assertion passes at ε = 1e5, fails at 0.01."""
+    pytest.importorskip("torch", reason="DPMLPClassifier needs the extra dpopt[torch]")
+    strict = _without_poor_score(DPMLPClassifier)
+    assert get_tags(_mlp()).classifier_tags.poor_score
+    args = {"hidden_layer_sizes": (8,), "delta": 1e-5, "method": "dp-sgd", "epochs": 10, "batch_rate": 0.1,
+            "learning_rate": 0.5, "data_norm": 3.0, "random_state": 0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sk_checks.check_classifiers_train("DPMLPClassifier", strict(epsilon=1e5, **args))
+        with pytest.raises(AssertionError):
+            sk_checks.check_classifiers_train("DPMLPClassifier", strict(epsilon=0.01, **args))
 
 
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)

@@ -12,6 +12,10 @@ needed for the guarantee.  The conventions of the linear estimators hold:
   data, which the guarantee does not cover (warned with :class:`PrivacyLeakWarning`).
 * ``n_public`` declares the record count that normalizes gradient sums; without
   it the data's n is disclosed (``CountDisclosureWarning``, from the oracle layer).
+* The scikit-learn estimator contract holds (``check_estimator``) except for the
+  checks that contradict differential privacy, the same ones as the linear
+  estimators' and declared the same way through tags
+  (:data:`dpopt.estimators.linear.SKLEARN_DP_EXCEPTIONS`).
 * ``ledger=`` charges a given ledger (e.g. a parent's ``child``); otherwise
   each fit spends its own (``epsilon``, ``delta``), recorded in
   ``privacy_spent_`` and ``privacy_events_``.
@@ -184,7 +188,9 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
             return torch.softmax(logits, dim=1).cpu().double().numpy()
 
     def predict(self, X):
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        """The most probable declared class of every row."""
+        proba = self.predict_proba(X)  # raises NotFittedError before fit
+        return self.classes_[np.argmax(proba, axis=1)]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
