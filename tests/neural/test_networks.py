@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from dpopt.neural.networks import cnn, evaluate, mlp
+from dpopt.neural.networks import cnn, diagnostics, evaluate, mlp
 from dpopt.neural.reference import adam_reference
 
 
@@ -54,3 +54,15 @@ def test_adam_reference_lowers_the_objective_and_calls_back_every_iteration():
     assert evaluate(net, (X, y), (X, y), l2=0.0)[1] < 0.5 * before
     with pytest.raises(ValueError, match="rate"):
         adam_reference(net, (X, y), steps=1, rate=1.5, rng=np.random.default_rng(0))
+
+
+def test_diagnostics_split_the_objective_into_loss_and_regularizer():
+    torch.manual_seed(0)
+    net = mlp(4, [5], seed=1)
+    X, y = torch.rand(30, 1, 4, 4), torch.randint(0, 10, (30,))
+    out = diagnostics(net, (X, y), (X, y), l2=0.5)
+    norm = sum(float(p.square().sum()) for p in net.parameters())
+    assert out["regularizer"] == pytest.approx(0.25 * norm)
+    assert out["loss"] == pytest.approx(float(torch.nn.functional.cross_entropy(net(X), y)), rel=1e-6)
+    assert out["objective"] == pytest.approx(out["loss"] + out["regularizer"])
+    assert evaluate(net, (X, y), (X, y), l2=0.5) == (out["accuracy"], out["objective"])

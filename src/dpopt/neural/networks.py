@@ -6,7 +6,8 @@
   max-pool blocks (6 and 16 channels), then fully connected 256 → 128 → classes;
 * :func:`evaluate` — test accuracy and the training objective (mean
   cross-entropy + (μ/2)‖w‖², chen2020 §5.1) on fixed subsets: non-private
-  diagnostics of a run, never releases.
+  diagnostics of a run, never releases; :func:`diagnostics` also gives the
+  objective's two terms apart.
 
 Initialization is seeded (``seed=``: torch's global generator) so a run is
 reproducible from its task seed.
@@ -19,7 +20,7 @@ from torch import nn
 
 from .._validation import check_int
 
-__all__ = ["mlp", "cnn", "evaluate", "set_threads"]
+__all__ = ["mlp", "cnn", "evaluate", "diagnostics", "set_threads"]
 
 
 def set_threads(count: int = 1) -> None:
@@ -55,11 +56,18 @@ def cnn(side: int, *, kernel: int = 5, padding: int = 0, classes: int = 10, chan
                          nn.Linear(128, classes))
 
 
-def evaluate(module: nn.Module, test, train, l2: float) -> tuple[float, float]:
-    """(test accuracy, training objective: mean cross-entropy + (μ/2)‖w‖²) on ``(X, y)`` subsets (non-private)."""
+def diagnostics(module: nn.Module, test, train, l2: float) -> dict:
+    """Non-private diagnostics on ``(X, y)`` subsets: ``accuracy`` on ``test``, and on ``train`` the mean
+    cross-entropy ``loss``, the ``regularizer`` (μ/2)‖w‖² and their sum, the training ``objective`` (chen2020 §5.1)."""
     (Xte, yte), (Xtr, ytr) = (tuple(torch.as_tensor(v) for v in pair) for pair in (test, train))
     with torch.no_grad():
         accuracy = float((module(Xte).argmax(1) == yte).double().mean())
         loss = float(nn.functional.cross_entropy(module(Xtr), ytr))
-        norm = float(sum(p.square().sum() for p in module.parameters()))
-    return accuracy, loss + 0.5 * l2 * norm
+        regularizer = 0.5 * l2 * float(sum(p.square().sum() for p in module.parameters()))
+    return {"accuracy": accuracy, "loss": loss, "regularizer": regularizer, "objective": loss + regularizer}
+
+
+def evaluate(module: nn.Module, test, train, l2: float) -> tuple[float, float]:
+    """(test accuracy, training objective: mean cross-entropy + (μ/2)‖w‖²) on ``(X, y)`` subsets (non-private)."""
+    out = diagnostics(module, test, train, l2)
+    return out["accuracy"], out["objective"]
