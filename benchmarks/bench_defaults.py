@@ -64,13 +64,15 @@ def datasets(sizes, seed: int = 0):
     return out
 
 
-def fit_dpopt(method, eps, delta, seed, train):
+def fit_dpopt(method, eps, delta, seed, train, regularization=None):
     est = DPLogisticRegression(
         epsilon=eps,
         delta=delta,
         method=method,
         data_norm=1.0,
+        regularization=regularization,
         random_state=seed,
+        classes=[-1.0, 1.0],
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -111,7 +113,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", nargs="+", default=list(SIZES), choices=SIZES)
     parser.add_argument("--epsilons", nargs="+", type=float, default=list(EPSILONS))
-    parser.add_argument("--methods", nargs="+", default=list(METHODS))
+    parser.add_argument("--methods", nargs="+", default=list(METHODS),
+                        help="method names; METHOD@MU fits METHOD with regularization MU (a sweep)")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--delta", type=float, default=0.0, help="δ for auto (0: pure ε-DP, as diffprivlib)")
     parser.add_argument("--method-delta", type=float, default=1e-6, help="δ for the (ε, δ) methods")
@@ -131,8 +134,9 @@ def main(argv=None) -> int:
                     if method == "diffprivlib":
                         est = fit_diffprivlib(eps, seed, train)
                     else:
-                        delta = args.delta if method == "auto" else (args.method_delta if needs_delta(method) else 0)
-                        est = fit_dpopt(method, eps, delta, seed, train)
+                        name_, _, mu = method.partition("@")  # "objpert@3e-5": that regularization
+                        delta = args.delta if name_ == "auto" else (args.method_delta if needs_delta(name_) else 0)
+                        est = fit_dpopt(name_, eps, delta, seed, train, float(mu) if mu else None)
                     accs.append(float(np.mean(est.predict(Xte) == yte)))
                 cells[method] = accs
                 seconds[method] = (time.process_time() - start) / args.seeds

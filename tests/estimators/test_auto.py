@@ -11,6 +11,7 @@ from dpopt.datasets import load_sklearn
 from dpopt.estimators import DPLogisticRegression, UtilityWarning
 from dpopt.estimators._auto import (
     APPROX_LEARNABLE_R,
+    COUNT_SHARE,
     PURE_LEARNABLE_S,
     choose,
     objpert_regularization,
@@ -33,11 +34,13 @@ def test_pure_budget_above_the_threshold_is_objective_perturbation_with_the_rate
     assert objpert_regularization(1.0) == 3e-3 and objpert_regularization(1e9) == 1e-5
 
 
-def test_approximate_budget_is_dp_blsgd_at_every_size_and_warns_only():
-    small = choose(n=100, d=50, epsilon=0.1, delta=1e-6)
-    large = choose(n=10**6, d=50, epsilon=1.0, delta=1e-6)
-    assert small.method == large.method == "dp-blsgd"
-    assert large.warning is None and f"< {APPROX_LEARNABLE_R:g}" in small.warning
+def test_approximate_budget_chooses_by_the_count_it_is_given():
+    # r = N*eps/d: 5k Adult rows at eps = 0.1 (r = 4.63) lost to the majority class; breast cancer at 0.5 (6.45) won.
+    low = choose(n=5000, d=108, epsilon=0.1, delta=1e-5)
+    assert low.method == "majority"
+    assert "5000.0*0.1/108 = 4.63" in low.warning and f"< {APPROX_LEARNABLE_R:g}" in low.warning
+    high = choose(n=398, d=31, epsilon=0.5, delta=1e-5)
+    assert high.method == "dp-blsgd" and high.warning is None and high.regularization > 0
 
 
 @pytest.fixture(scope="module")
@@ -87,3 +90,82 @@ def test_dpopt_fit_prints_the_utility_warning_with_the_numbers(tmp_path, capsys)
     err = capsys.readouterr().err
     assert code == 0
     assert "dpopt fit: utility warning: the budget is too small" in err and "60*0.01/3^2 = 0.0667" in err
+
+
+def _fit_approx(train, epsilon, **kw):
+    est = DPLogisticRegression(epsilon=epsilon, delta=1e-5, data_norm=1.0, classes=[-1.0, 1.0], **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UtilityWarning)
+        return est.fit(*train)
+
+
+def test_approximate_auto_releases_the_count_first_and_charges_it(breast_cancer):
+    train, _ = breast_cancer
+    est = _fit_approx(train, 2.0, random_state=0)
+    first = est.privacy_events_[0]
+    assert type(first).__name__ == "Laplace" and first.sensitivity == 1.0
+    assert first.scale == pytest.approx(1.0 / (COUNT_SHARE * 2.0))
+    assert est.count_["source"] == "laplace" and est.count_["epsilon"] == pytest.approx(COUNT_SHARE * 2.0)
+    assert est.privacy_record()["count"] == est.count_
+    assert est.method_ == "dp-blsgd" and est.privacy_spent_["relation"] == "add_remove"
+    assert est.privacy_spent_["epsilon"] <= 2.0 and est.privacy_spent_["delta"] <= 1e-5
+    # the count is the method's public normalizer: DP-BLSGD releases no count of its own
+    assert sum(type(e).__name__ == "Laplace" for e in est.privacy_events_) == 1
+    normalizer = est.diagnostics_["problems"][0]["info"]["normalizer"]
+    assert normalizer == {"count": round(est.count_["count"]), "source": "declared"}
+
+
+def test_approximate_auto_below_the_threshold_is_the_private_majority_with_the_numbers(breast_cancer):
+    train, test = breast_cancer
+    with pytest.warns(UtilityWarning, match=r"N\*epsilon/d = [0-9.]+\*0\.098/31 = .* < 6 \(N the record count"):
+        est = DPLogisticRegression(epsilon=0.1, delta=1e-5, data_norm=1.0, classes=[-1.0, 1.0],
+                                   random_state=0).fit(*train)
+    assert est.method_ == "majority"
+    assert [type(e).__name__ for e in est.privacy_events_] == ["Laplace", "Exponential"]
+    assert est.privacy_spent_["epsilon"] <= 0.1
+
+
+def test_approximate_choice_is_a_function_of_the_released_count_only(breast_cancer, monkeypatch):
+    """Data of different sizes with the same released count get the same choice and regularization; the
+    data's own n reaches the choice only through the Laplace release (replaced here by a fixed count)."""
+    import dpopt.estimators._budget as budget
+    from dpopt.oracles import Normalizer
+
+    train, _ = breast_cancer
+    seen = []
+
+    def fixed(count):
+        def release(n_records, *, epsilon, ledger, rng):
+            seen.append(n_records)
+            return Normalizer(count, "noisy_count")
+        return release
+
+    for count, expected in ((30.0, "majority"), (5000.0, "dp-blsgd")):
+        monkeypatch.setattr(budget, "laplace_count", fixed(count))
+        fits = [_fit_approx((train[0][:rows], train[1][:rows]), 1.0, random_state=0,
+                            method_params={"max_iter": 1} if expected == "dp-blsgd" else None)
+                for rows in (398, 120)]
+        assert [f.method_ for f in fits] == [expected, expected]
+        assert fits[0].count_["count"] == fits[1].count_["count"] == count
+    assert seen == [398, 120, 398, 120]
+
+
+def test_a_declared_count_replaces_the_release(breast_cancer):
+    train, _ = breast_cancer
+    est = _fit_approx(train, 1.0, random_state=0, method_params={"n_public": 50})
+    assert est.method_ == "majority" and est.count_ == {"count": 50.0, "source": "declared", "epsilon": 0.0}
+    assert [type(e).__name__ for e in est.privacy_events_] == ["Exponential"]
+
+
+def test_approximate_auto_shares_a_ledger_and_splits_one_vs_rest(breast_cancer):
+    from dpopt.privacy import Ledger
+
+    train, _ = breast_cancer
+    X, y = train
+    y3 = np.where(X[:, 0] > np.median(X[:, 0]), 2, np.where(y > 0, 1, 0))
+    ledger = Ledger(2.0, 1e-5, "rdp")
+    est = DPLogisticRegression(epsilon=1.5, delta=1e-5, data_norm=1.0, classes=[0, 1, 2], random_state=0,
+                               ledger=ledger).fit(X, y3)
+    assert est.method_ == "dp-blsgd" and est.coef_.shape == (3, X.shape[1])
+    assert sum(type(e).__name__ == "Laplace" for e in ledger.events) == 1  # one count for the K problems
+    assert ledger.spent().epsilon <= 1.5

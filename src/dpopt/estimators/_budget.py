@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 
+from ..oracles import Normalizer, laplace_count
 from ..privacy import BudgetExceededError, Ledger, equal_share
 from ..privacy.mechanisms import check_ledger
 
@@ -45,6 +46,17 @@ class FitBudget:
     def share(self, parts: int) -> Ledger:
         """A child budget of (ε/parts, δ/parts) for one of ``parts`` sub-problems."""
         return self.ledger.child(equal_share(self.epsilon, parts), equal_share(self.delta, parts))
+
+    def release_count(self, n_records: int, share: float, rng) -> Normalizer:
+        """Release the record count with ``share``·ε (Laplace, sensitivity 1) from this fit's budget.
+
+        What :meth:`share` splits afterwards is the rest, (1 − ``share``)·ε at the same δ: the
+        count is pure ε-DP, so the two compose to the fit's (ε, δ) by basic composition.
+        """
+        spent = share * self.epsilon
+        count = laplace_count(n_records, epsilon=spent, ledger=self.ledger, rng=rng)
+        self.epsilon -= spent
+        return count
 
     def commit(self) -> None:
         """Charge the staged events of this fit to the real ledger (they fit: the copy accepted them)."""

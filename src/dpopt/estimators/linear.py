@@ -50,10 +50,12 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import as_generator, check_delta, check_nonnegative, check_positive
+from ..oracles import smallest_affordable_scale
 from ..privacy import equal_share
+from ..privacy import events as ev
 from ..result import Diagnostics
+from ._auto import COUNT_SHARE, approx_regularization, objpert_regularization
 from ._auto import choose as choose_auto
-from ._auto import objpert_regularization
 from ._budget import open_fit
 from ._dispatch import (
     METHODS,
@@ -282,25 +284,39 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         check_in("the row bound (data_norm, or that of bounds or the data)", self.row_bound_, *ROW_BOUND_RANGE)
         # Binary: one problem, classes[1] positive.  K > 2: one-vs-rest, each on a child budget (ε/K, δ/K).
         positives = classes[1:] if len(classes) == 2 else classes
+        parts = len(positives)
         Z = self._design(X)
-        method, regularization = self._plan(method, Z.shape, epsilon / len(positives), delta / len(positives))
-        budget = open_fit(self.ledger, epsilon, delta, notion=notion_of(method, delta), relation=relation_of(method))
         rng = as_generator(self.random_state)
-        results = [
-            fit_linear(
+        params = dict(self.method_params or {})
+        if _add_remove(method, delta):
+            # n is private under add/remove: every size-dependent choice reads a released count.
+            budget = open_fit(self.ledger, epsilon, delta, notion=notion_of("dp-blsgd", delta), relation="add_remove")
+            size = self._public_count(budget, Z.shape[0], params, rng)
+            method, regularization = self._plan(method, (size, Z.shape[1]), budget.epsilon / parts, delta / parts)
+            if needs_delta(method):  # the released count is the method's public normalizer too
+                params.setdefault("n_public", max(1, round(size)))
+        else:  # replace-one: n is public
+            method, regularization = self._plan(method, Z.shape, epsilon / parts, delta / parts)
+            budget = open_fit(self.ledger, epsilon, delta, notion=notion_of(method, delta),
+                              relation=relation_of(method))
+            self.count_ = None
+        if method == "majority" and self.method == "auto":  # method_params are the learned method's
+            params = {}
+        results = []
+        for positive in positives:
+            share = budget.share(parts)
+            results.append(fit_linear(
                 method,
                 self._loss,
                 Z,
                 np.where(y == positive, 1.0, -1.0),
-                epsilon=equal_share(epsilon, len(positives)),
-                delta=equal_share(budget.delta, len(positives)),
+                epsilon=_pure_share(method, share),
+                delta=equal_share(budget.delta, parts),
                 regularization=regularization,
                 rng=rng,
-                params=dict(self.method_params or {}),
-                ledger=budget.share(len(positives)),
-            )
-            for positive in positives
-        ]
+                params=params,
+                ledger=share,
+            ))
         budget.commit()
         W = np.stack([np.asarray(r.x, dtype=float) for r in results])
         self.classes_ = classes
@@ -328,13 +344,25 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         )
         return self
 
-    def _plan(self, method: str, shape: tuple[int, int], epsilon: float, delta: float):
+    def _public_count(self, budget, n_records: int, params: dict, rng) -> float:
+        """The record count an add/remove fit may read: the declared ``n_public`` of ``method_params``,
+        else N̂ released from the fit's budget (:data:`._auto.COUNT_SHARE` of ε, Laplace); sets ``count_``."""
+        if params.get("n_public") is not None:
+            self.count_ = {"count": float(params["n_public"]), "source": "declared", "epsilon": 0.0}
+        else:
+            share = budget.epsilon * COUNT_SHARE
+            released = budget.release_count(n_records, COUNT_SHARE, rng)
+            self.count_ = {"count": released.count, "source": "laplace", "epsilon": share}
+        return self.count_["count"]
+
+    def _plan(self, method: str, shape: tuple[float, int], epsilon: float, delta: float):
         """(method, regularization) of one binary problem on the (n, d) design.
 
         ``method="auto"`` follows the measured table of :mod:`._auto` (and warns when the
         budget is too small to learn at this n); an unset ``regularization`` is the table's
-        rule for objective perturbation and 1e-3 (chen2020 §5.1) for the other methods.
-        n is public under the replace-one relation of the pure methods that use it.
+        rule (:func:`_default_regularization`).  n is the data's own count under the
+        replace-one relation of the pure methods (public there), the released or declared
+        count (``count_``) under add/remove.
         """
         n, d = shape
         regularization = self.regularization
@@ -346,7 +374,7 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
             if choice.warning:
                 warnings.warn(choice.warning, UtilityWarning, stacklevel=3)
         if regularization is None:
-            regularization = objpert_regularization(n * epsilon / d) if method == "objpert" else 1e-3
+            regularization = _default_regularization(method, n * epsilon / d, delta)
         return method, float(regularization)
 
     def privacy_record(self) -> dict:
@@ -357,6 +385,7 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
             **self.privacy_spent_,
             "events": [e.to_dict() for e in self.privacy_events_],
             "disclosed": list(self.disclosed_),
+            **({"count": dict(self.count_)} if getattr(self, "count_", None) else {}),
         }
 
     def decision_function(self, X):
@@ -380,6 +409,35 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         return tags
 
 
+def _add_remove(method: str, delta: float) -> bool:
+    """Whether the fit runs under add/remove-one with RDP accounting, where n is private and the
+    estimator releases a count first.  DP-AGD (zCDP) keeps its own normalizer: under zCDP a pure
+    count does not split off an (ε, δ) budget by basic composition."""
+    if method == "auto":
+        return delta > 0
+    return needs_delta(method) and notion_of(method, delta) == "rdp"
+
+
+def _pure_share(method: str, share) -> float:
+    """The ε one sub-problem plans with: its share's ε; for the private majority inside an (ε, δ)
+    fit (auto below the table's threshold), the largest ε of the exponential mechanism that the
+    share and the fit's ledger (which already holds the count) accept — their RDP bound of a pure
+    event is slightly lossy, so a pure ε equal to the share would be refused."""
+    if method != "majority" or share.notion == "pure":
+        return share.epsilon
+    return 1.0 / smallest_affordable_scale(share, lambda s: ev.Exponential(1.0 / s), start=1.0 / share.epsilon)
+
+
+def _default_regularization(method: str, r: float, delta: float) -> float:
+    """μ when ``regularization=None``: the measured rules of :mod:`._auto` at r = n·ε/d (n the
+    public or released count), 1e-3 (chen2020 §5.1) where no rule was measured."""
+    if method == "objpert":
+        return objpert_regularization(r)
+    if _add_remove(method, delta):
+        return approx_regularization(r)
+    return 1e-3
+
+
 def _weakest(guarantees: set[str]) -> str:
     """The weakest kind of guarantee among the sub-problems' holds for the whole fit."""
     return next(g for g in ("none", "approximate", "conditional", "exact") if g in guarantees)
@@ -396,9 +454,11 @@ class DPLogisticRegression(_DPLinearClassifier):
         of the accelerated family, ``"objpert"`` and ``"outpert"``); the
         line-search family and DP-SGD/DP-AGD need ``delta > 0``.
     method:
-        ``"auto"`` (the measured table of :mod:`dpopt.estimators._auto`: ``"dp-blsgd"``
-        when ``delta > 0``; else ``"objpert"`` with regularization following n·ε/d, or
-        the private majority class with a :class:`UtilityWarning` when n·ε/d² < 0.3) or one
+        ``"auto"`` (the measured table of :mod:`dpopt.estimators._auto`: when ``delta > 0``,
+        ``"dp-blsgd"`` where N̂·ε/d ≥ 6 for the count N̂ released first with 2 % of ε, else
+        the private majority class with a :class:`UtilityWarning`; when ``delta = 0``,
+        ``"objpert"`` with regularization following n·ε/d, or the private majority class with
+        a :class:`UtilityWarning` when n·ε/d² < 0.3) or one
         of ``dp-gd, dp-hb, dp-nag, dp-nag-opt, dp-masg, dp-masg-opt`` (kuru2022,
         pure ε-DP, replace-one), ``dp-blsgd, dp-blgd, dp-blsgd-ac`` (chen2020),
         ``dp-sgd, dp-agd, objpert, outpert`` (baselines).
@@ -440,6 +500,12 @@ class DPLogisticRegression(_DPLinearClassifier):
         The fit's event log; the accountant of ``notion`` re-run over it gives ``privacy_spent_``.
     disclosed_:
         What the fit read from the data outside the guarantee (undeclared label set or row bound).
+    count_:
+        Under add/remove-one (``delta > 0`` with ``"auto"`` and the RDP methods): the record count
+        every size-dependent choice read, ``{"count", "source", "epsilon"}`` — released first by
+        the Laplace mechanism with 2 % of ε (source ``"laplace"``, charged to the event log), or
+        ``method_params["n_public"]`` (``"declared"``); it is the method's ``n_public`` too.
+        ``None`` under replace-one, where n is public.
     diagnostics_:
         Per one-vs-rest problem, the optimizer's exact objective value, trajectory, iteration
         count and solver statistics: :class:`~dpopt.result.Diagnostics`, labelled non-private and

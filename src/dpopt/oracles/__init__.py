@@ -29,6 +29,7 @@ from .normalizer import (
     Normalizer,
     count_sigma,
     disclosed_count,
+    laplace_count,
     normalizer_note,
     public_normalizer,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "COUNT_SHARE",
     "count_sigma",
     "public_normalizer",
+    "laplace_count",
     "disclosed_count",
     "normalizer_note",
     "CountDisclosureWarning",

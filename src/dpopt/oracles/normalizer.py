@@ -35,7 +35,7 @@ from ..privacy import Ledger
 from ..privacy import mechanisms as mech
 from ..privacy.zcdp import rho_from_epsilon_delta
 
-__all__ = ["Normalizer", "COUNT_SHARE", "count_sigma", "public_normalizer", "disclosed_count",
+__all__ = ["Normalizer", "COUNT_SHARE", "count_sigma", "public_normalizer", "laplace_count", "disclosed_count",
            "CountDisclosureWarning", "normalizer_note"]
 
 #: Share of the run's zCDP budget ρ(ε, δ) spent on the noisy record count (σ = 1/√(2·share·ρ)).
@@ -96,6 +96,19 @@ def public_normalizer(model, *, n_public=None, ledger: Ledger, rng, epsilon: flo
     return Normalizer(max(float(noisy), MIN_COUNT), "noisy_count")
 
 
+def laplace_count(n_records: int, *, epsilon: float, ledger: Ledger, rng) -> Normalizer:
+    """The record count released by the Laplace mechanism: n + Lap(1/ε), at least :data:`MIN_COUNT`.
+
+    Sensitivity 1 under add/remove-one; charged to ``ledger`` as ``Laplace(1/ε, 1)`` before it
+    is drawn.  Pure ε-DP, so a caller can split an (ε_total, δ) budget into this ε and a run
+    of (ε_total − ε, δ) by basic composition, whatever accountant the run uses.  Everything
+    computed from the result (a choice of method, a default, a normalizer) is post-processing.
+    """
+    noisy = mech.laplace(float(check_int("n_records", n_records)), sensitivity=1.0, epsilon=epsilon,
+                         ledger=ledger, rng=rng)
+    return Normalizer(max(float(noisy), MIN_COUNT), "noisy_count")
+
+
 def disclosed_count(model, *, stacklevel: int = 3) -> Normalizer:
     """The model's declared ``n_public``, else its own n as a *disclosed* count (warned).
 
@@ -115,7 +128,7 @@ def disclosed_count(model, *, stacklevel: int = 3) -> Normalizer:
 
 _NOTES = {
     "declared": "the declared public record count N = {count:g}",
-    "noisy_count": "a noisy record count N = {count:.1f}, released first (Gaussian, sensitivity 1)",
+    "noisy_count": "a noisy record count N = {count:.1f}, released first (sensitivity 1)",
     "disclosed": "the data's own record count N = {count:g}, disclosed (not covered by the guarantee "
                  "between neighbours of different size)",
 }
