@@ -20,8 +20,8 @@ import sys
 import warnings
 
 import numpy as np
-from bench_defaults import SIZES, datasets
 
+from bench_defaults import SIZES, datasets
 from dpopt.estimators import DPLogisticRegression
 
 
