@@ -3,12 +3,12 @@
 For each data size of :mod:`bench_defaults` (breast cancer, Adult 1k/5k, full
 Adult) and each ε, fits DP-SGD (Abadi et al. 2016) through
 :class:`dpopt.estimators.DPLogisticRegression` at every point of a grid of
-steps T, learning rate η and regularization μ (sampling rate q fixed by
-``--rates``), ``--seeds`` seeds each, and prints the mean test accuracy of
+expected epochs E (steps T = E/q), sampling rate q, learning rate η and
+regularization μ, ``--seeds`` seeds each, and prints the mean test accuracy of
 each point and the best point per cell.
 
 Usage: ``python benchmarks/bench_dpsgd_defaults.py [--sizes ...] [--epsilons ...]
-[--steps ...] [--lrs ...] [--regs ...] [--rates ...] [--seeds K] [--csv PATH] [--quick]``.
+[--epochs ...] [--lrs ...] [--regs ...] [--rates ...] [--seeds K] [--csv PATH] [--quick]``.
 """
 
 from __future__ import annotations
@@ -40,10 +40,11 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", nargs="+", default=list(SIZES), choices=SIZES)
     parser.add_argument("--epsilons", nargs="+", type=float, default=[0.1, 0.5, 1.0, 2.0, 5.0])
-    parser.add_argument("--steps", nargs="+", type=int, default=[50, 200, 800])
-    parser.add_argument("--lrs", nargs="+", type=float, default=[1.0, 4.0, 16.0])
+    parser.add_argument("--epochs", nargs="+", type=float, default=[10.0, 40.0, 160.0],
+                        help="expected passes over the data: steps T = epochs/rate")
+    parser.add_argument("--lrs", nargs="+", type=float, default=[4.0, 16.0, 64.0])
     parser.add_argument("--regs", nargs="+", type=float, default=[1e-5, 1e-4, 1e-3])
-    parser.add_argument("--rates", nargs="+", type=float, default=[0.1])
+    parser.add_argument("--rates", nargs="+", type=float, default=[0.05, 0.2])
     parser.add_argument("--delta", type=float, default=1e-5)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--csv", default=None)
@@ -51,12 +52,13 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.quick:
         args.sizes, args.epsilons, args.seeds = ["small"], [0.5, 5.0], 2
-        args.steps, args.lrs, args.regs = args.steps[:2], args.lrs[:2], args.regs[:2]
+        args.epochs, args.lrs, args.regs = args.epochs[:2], args.lrs[:2], args.regs[:2]
     rows = []
     for name, (train, test) in datasets(args.sizes).items():
         for eps in args.epsilons:
             best = None
-            for steps, lr, reg, rate in itertools.product(args.steps, args.lrs, args.regs, args.rates):
+            for epochs, lr, reg, rate in itertools.product(args.epochs, args.lrs, args.regs, args.rates):
+                steps = max(1, round(epochs / rate))
                 accs = [accuracy(train, test, eps, args.delta, seed, steps=steps, lr=lr, regularization=reg,
                                  rate=rate) for seed in range(args.seeds)]
                 row = {"data": name, "n": len(train[1]), "epsilon": eps, "steps": steps, "lr": lr,
