@@ -148,12 +148,17 @@ def main(argv=None) -> int:
                 })
             line = "  ".join(f"{m}={np.mean(a):.3f}" for m, a in cells.items())
             print(f"{name:9s} n={n:6d} eps={eps:<4g} {line}", flush=True)
-    if args.csv:
-        with open(args.csv, "w", newline="") as fh:
+    write_csv(args.csv, rows)
+    return 0
+
+
+def write_csv(path, rows) -> None:
+    """``rows`` (dicts with the same keys) as CSV at ``path``; nothing when ``path`` is None."""
+    if path:
+        with open(path, "w", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
             writer.writeheader()
             writer.writerows(rows)
-    return 0
 
 
 if __name__ == "__main__":

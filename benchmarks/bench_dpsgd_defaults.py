@@ -14,14 +14,13 @@ Usage: ``python benchmarks/bench_dpsgd_defaults.py [--sizes ...] [--epsilons ...
 from __future__ import annotations
 
 import argparse
-import csv
 import itertools
 import sys
 import warnings
 
 import numpy as np
 
-from bench_defaults import SIZES, datasets
+from bench_defaults import SIZES, datasets, write_csv
 from dpopt.estimators import DPLogisticRegression
 
 
@@ -71,11 +70,7 @@ def main(argv=None) -> int:
                       f"acc={row['accuracy_mean']:.3f}±{row['accuracy_std']:.3f}", flush=True)
             print(f"BEST {name:9s} eps={eps:<4g} T={best['steps']} q={best['rate']:g} lr={best['lr']:g} "
                   f"mu={best['regularization']:g} acc={best['accuracy_mean']:.3f}", flush=True)
-    if args.csv:
-        with open(args.csv, "w", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
+    write_csv(args.csv, rows)
     return 0
 
 

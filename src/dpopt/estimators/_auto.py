@@ -102,22 +102,25 @@ def choose(n: float, d: int, epsilon: float, delta: float) -> AutoChoice:
     if delta > 0:
         if r >= APPROX_LEARNABLE_R:
             return AutoChoice("dp-blsgd", approx_regularization(r), None)
-        message = (
-            f"the budget is too small to learn a linear model at this size: N*epsilon/d = {n:.1f}*{epsilon:g}/{d} "
-            f"= {r:.3g} < {APPROX_LEARNABLE_R:g} (N the record count released first with {COUNT_SHARE:.0%} of the "
-            "budget, epsilon what is left for one binary problem), below which no (epsilon, delta) method beat the "
-            "majority class in dpopt's measurements"
+        return _majority(
+            f"N*epsilon/d = {n:.1f}*{epsilon:g}/{d} = {r:.3g} < {APPROX_LEARNABLE_R:g} (N the record count released "
+            f"first with {COUNT_SHARE:.0%} of the budget, epsilon what is left for one binary problem)",
+            "(epsilon, delta)",
         )
-        return AutoChoice("majority", None, message + _MAJORITY_ADVICE)
     s = r / d
     if s >= PURE_LEARNABLE_S:
         return AutoChoice("objpert", objpert_regularization(r), None)
-    message = (
-        f"the budget is too small to learn a linear model at this size: n*epsilon/d^2 = {n}*{epsilon:g}/{d}^2 "
-        f"= {s:.3g} < {PURE_LEARNABLE_S:g}, below which no pure epsilon-DP method beat the majority class "
-        "in dpopt's measurements"
+    return _majority(f"n*epsilon/d^2 = {n}*{epsilon:g}/{d}^2 = {s:.3g} < {PURE_LEARNABLE_S:g}", "pure epsilon-DP")
+
+
+def _majority(numbers: str, kind: str) -> AutoChoice:
+    """The private majority class, with the warning that states the numbers below the table's threshold."""
+    return AutoChoice(
+        "majority",
+        None,
+        f"the budget is too small to learn a linear model at this size: {numbers}, below which no {kind} "
+        "method beat the majority class in dpopt's measurements" + _MAJORITY_ADVICE,
     )
-    return AutoChoice("majority", None, message + _MAJORITY_ADVICE)
 
 
 _MAJORITY_ADVICE = (
