@@ -230,24 +230,25 @@ def _neighbourhoods(edges: np.ndarray):
 def _draw_records(cfg: Config, shards: list, state: NodeState, samplers: list, nodes, senders, counts):
     """Each sender's b records for each of its active repetitions, from its own sampling stream.
 
-    Rows are sender-major (sender k's ``counts`` repetitions together), written
-    straight into one (P, b, d) block; b = 1 is Algorithm 1 line 6 (one record
+    Returns rows (P, b, d) and labels (P, b), sender-major (sender k's
+    ``counts`` repetitions together); b = 1 is Algorithm 1 line 6 (one record
     uniformly: the size-1 fixed-size sample).
     """
-    P, b = int(sum(counts)), cfg.batch
-    rows, labels = np.empty((P, b, cfg.d)), np.empty((P, b))
-    lo = 0
+    b = cfg.batch
+    single = b == 1 and len(counts) == sum(counts)  # one record per sender
+    idx = []
     for k, c in zip(senders, counts, strict=True):
-        X, y = shards[k]
+        q = cfg.sizes[int(nodes[k])]
         if b > 1:
-            idx = samplers[k].indices(state.sampling[k], repetitions=c)
-        elif c == 1:  # the same number as integers(q, size=(1, 1)), without the array round trip
-            idx = state.sampling[k].integers(cfg.sizes[int(nodes[k])])
-        else:
-            idx = state.sampling[k].integers(cfg.sizes[int(nodes[k])], size=(c, 1))
-        rows[lo : lo + c] = X[idx]
-        labels[lo : lo + c] = y[idx]
-        lo += c
+            idx.append(samplers[k].indices(state.sampling[k], repetitions=c))
+        else:  # a scalar draw is the number integers(q, size=(1, 1)) gives, without the array round trip
+            idx.append(state.sampling[k].integers(q) if single else state.sampling[k].integers(q, size=(c, 1)))
+    if single:  # copy the rows straight into one block
+        rows = np.array([shards[k][0][i] for k, i in zip(senders, idx, strict=True)])[:, None, :]
+        labels = np.array([shards[k][1][i] for k, i in zip(senders, idx, strict=True)])[:, None]
+        return rows, labels
+    rows = np.concatenate([shards[k][0][i] for k, i in zip(senders, idx, strict=True)])
+    labels = np.concatenate([shards[k][1][i] for k, i in zip(senders, idx, strict=True)])
     return rows, labels
 
 
