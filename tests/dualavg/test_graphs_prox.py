@@ -3,6 +3,7 @@ import pytest
 from scipy import optimize
 
 from dpopt.dualavg import Regularizer, gossip_matrix, supergraph
+from dpopt.dualavg.algorithm import _pair_table
 from dpopt.dualavg.graphs import _decode_pairs, sample_edges
 
 
@@ -29,6 +30,7 @@ def test_complete_graph_pairs_are_uniform():
         k = np.arange(m * (m - 1) // 2)
         ref = [(a, b) for a in range(m) for b in range(a + 1, m)]
         assert _decode_pairs(k, m).tolist() == [list(p) for p in ref]
+        assert _pair_table(m).tolist() == [list(p) for p in ref]  # the simulator's cached lookup
 
 
 def test_user_adjacency_and_bad_graphs():

@@ -87,3 +87,13 @@ def test_single_draw_and_bad_repetitions():
     assert one.shape == (4,) and len(set(one.tolist())) == 4
     with pytest.raises(ValueError, match="repetitions"):
         sampler.indices(np.random.default_rng(0), repetitions=0)
+
+
+def test_the_scan_for_few_draws_gives_the_vectorized_numbers(monkeypatch):
+    # width 3 of 10 values: about 28% of rows are redrawn, so both paths go through rejection rounds
+    for rows in (1, 2, 20):
+        scanned = sampling._first_distinct(np.random.default_rng(rows), 10, 3, rows, width=3)
+        with monkeypatch.context() as m:
+            m.setattr(sampling, "_SCAN_ENTRIES", 0)
+            sorted_path = sampling._first_distinct(np.random.default_rng(rows), 10, 3, rows, width=3)
+        assert np.array_equal(scanned, sorted_path)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -155,6 +156,27 @@ class NodeState:
         return (self.acc + tail) / float(A(t))
 
 
+_sampler = lru_cache(maxsize=16)(FixedSizeSampler)  # a round's samplers, built once per (size, population)
+
+
+@lru_cache(maxsize=8)
+def _everyone(R: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(active ids, is_active) of a round in which all n nodes of all R repetitions are active (read-only)."""
+    active, is_active = np.broadcast_to(np.arange(n), (R, n)), np.ones((R, n), dtype=bool)
+    is_active.flags.writeable = False
+    return active, is_active
+
+
+@lru_cache(maxsize=8)
+def _pair_table(m: int) -> np.ndarray | None:
+    """Row k = the k-th pair (a < b) of range(m) in row-major order (what :func:`_decode_pairs` computes), if small."""
+    if m * (m - 1) // 2 > 1 << 21:
+        return None
+    table = np.stack(np.triu_indices(m, 1), axis=1)
+    table.flags.writeable = False
+    return table
+
+
 def _plan(cfg: Config, gen: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """The public plan of one round for all R repetitions from the one public stream.
 
@@ -167,13 +189,13 @@ def _plan(cfg: Config, gen: np.random.Generator) -> tuple[np.ndarray, np.ndarray
     R, n, E = cfg.repetitions, cfg.n, cfg.edges
     if cfg.activation == "fixed" and cfg.graph.complete:
         m = cfg.active_count
-        active = (
-            np.broadcast_to(np.arange(n), (R, n))
-            if m == n
-            else np.sort(FixedSizeSampler(m, n).indices(gen, repetitions=R), axis=1)
-        )
-        is_active = np.zeros((R, n), dtype=bool)
-        np.put_along_axis(is_active, active, True, axis=1)
+        reps = np.arange(R)[:, None]
+        if m == n:
+            active, is_active = _everyone(R, n)
+        else:
+            active = np.sort(_sampler(m, n).indices(gen, repetitions=R), axis=1)
+            is_active = np.zeros((R, n), dtype=bool)
+            is_active[reps, active] = True
         total = m * (m - 1) // 2
         e = min(E, total)
         if e == 0:
@@ -181,10 +203,11 @@ def _plan(cfg: Config, gen: np.random.Generator) -> tuple[np.ndarray, np.ndarray
         pairs = (
             np.broadcast_to(np.arange(total), (R, total))
             if e == total
-            else np.sort(FixedSizeSampler(e, total).indices(gen, repetitions=R), axis=1)
+            else np.sort(_sampler(e, total).indices(gen, repetitions=R), axis=1)
         )
-        pos = _decode_pairs(pairs.ravel(), m).reshape(R, e, 2)
-        return is_active, np.take_along_axis(active[:, None, :], pos, axis=2)
+        table = _pair_table(m)
+        pos = (table[pairs] if table is not None else _decode_pairs(pairs.ravel(), m).reshape(R, e, 2))
+        return is_active, active[reps[:, :, None], pos]
     is_active = np.zeros((R, n), dtype=bool)
     edges = np.full((R, E, 2), -1, dtype=np.int64)
     for r in range(R):
@@ -220,9 +243,8 @@ def _neighbourhoods(edges: np.ndarray):
     ids = np.concatenate([node[:, :, None], nb_ids], axis=2)
     w_self = 1.0 - np.sum(w_nb, axis=2)
     weights = np.concatenate([w_self[:, :, None], w_nb], axis=2)
-    order = np.argsort(ids, axis=2, kind="stable")
-    ids = np.take_along_axis(ids, order, axis=2)
-    weights = np.take_along_axis(weights, order, axis=2)
+    at = (np.arange(R)[:, None, None], np.arange(2 * E)[None, :, None], np.argsort(ids, axis=2, kind="stable"))
+    ids, weights = ids[at], weights[at]
     ids = np.where(ids == big, node[:, :, None], ids)
     return node, ids, weights
 
@@ -323,9 +345,10 @@ def run_block(cfg: Config, comm, shards: list, state: NodeState, stop: int, roun
             g *= a_t
             state.z[sel] += g  # the message z_j + a_t ζ_j; inactive nodes keep z_j
         if edges.shape[1]:  # eq. (5) on the sampled edges' ends only, summed in increasing node id
-            node, ids, weights = _neighbourhoods(edges)
-            er, es = np.nonzero((node >= 0) & is_local[np.maximum(node, 0)])
+            ends = edges.reshape(R, -1)
+            er, es = np.nonzero((ends >= 0) & is_local[np.maximum(ends, 0)])
             if len(er):  # a holder without an edge end neither sends nor receives
+                node, ids, weights = _neighbourhoods(edges)
                 world = state.z if everything_local else _exchange(cfg, comm, state, edges, local_index)
                 gathered = world[er[:, None], ids[er, es]]  # (P, K, d), a copy
                 w = weights[er, es]

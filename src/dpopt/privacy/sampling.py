@@ -9,7 +9,7 @@ to a mechanism (``sampler=...``) and it charges the amplified event.
 from __future__ import annotations
 
 import math
-from functools import partial
+from functools import lru_cache, partial
 
 import numpy as np
 
@@ -22,6 +22,8 @@ __all__ = ["PoissonSampler", "FixedSizeSampler", "uses_key_sort", "distinct_draw
 # keys 128 MiB plus their argpartition; distinct draws make ~6 temporaries of 32 MiB each).
 _KEY_CHUNK_ENTRIES = 1 << 24
 _DRAW_CHUNK_ENTRIES = 1 << 22
+# Up to this many draws, the first distinct values are found by a Python scan (same values).
+_SCAN_ENTRIES = 64
 # Sorting n random keys costs about this many times less per entry than the
 # distinct-draw path per draw (measured; see uses_key_sort).
 _KEY_COST_RATIO = 3.0
@@ -107,6 +109,7 @@ class FixedSizeSampler:
         return f"FixedSizeSampler(batch_size={self.batch_size}, n={self.n})"
 
 
+@lru_cache(maxsize=256)
 def distinct_draw_width(n: int, m: int) -> int:
     """Draws per row of :func:`_first_distinct`: enough to see m distinct values of n almost surely.
 
@@ -115,6 +118,7 @@ def distinct_draw_width(n: int, m: int) -> int:
     1 − i/n, i < m (coupon collector): mean Σ n/(n − i), variance
     Σ (i/n)/(1 − i/n)².  The width is the mean plus 4 standard deviations
     (plus 2), so a row falls short with probability of order 1e-4 and is redrawn.
+    Cached: a loop that draws the same (n, m) every round computes it once.
     """
     share = np.arange(m) / n
     mean = float(np.sum(1.0 / (1.0 - share)))
@@ -157,11 +161,18 @@ def _first_distinct(rng: np.random.Generator, n: int, m: int, rows: int, width: 
     positions = np.arange(width)
     while todo.size:
         draws = rng.integers(0, n, size=(todo.size, width))
+        if draws.size <= _SCAN_ENTRIES:  # a few draws (e.g. one round's edges): a plain scan is faster
+            firsts = [list(dict.fromkeys(row))[:m] for row in draws.tolist()]
+            complete = np.array([len(f) == m for f in firsts])
+            if complete.any():
+                out[todo[complete]] = [f for f in firsts if len(f) == m]
+            todo = todo[~complete]
+            continue
         value, position = np.divmod(np.sort(draws * width + positions, axis=1), width)
         starts_run = np.ones(value.shape, dtype=bool)
         starts_run[:, 1:] = value[:, 1:] != value[:, :-1]
         first = np.empty_like(starts_run)
-        np.put_along_axis(first, position, starts_run, axis=1)
+        first[np.arange(todo.size)[:, None], position] = starts_run
         rank = np.cumsum(first, axis=1, dtype=np.int64)
         complete = rank[:, -1] >= m
         keep = first[complete] & (rank[complete] <= m)
