@@ -108,8 +108,8 @@ def report(name: str, runs: list[dict]) -> float:
     return med["wall"]
 
 
-def adult(repeats: int) -> None:
-    """DP-BLSGD, DP-BLGD and DP-AGD on Adult's training split as the estimators see it."""
+def adult_model():
+    """(model, (X_test, y_test)): Adult's training split as the estimators see it, and its test split."""
     from dpopt.datasets.adult import load_adult
 
     data = load_adult("all", drop_columns=("fnlwgt",))
@@ -120,7 +120,12 @@ def adult(repeats: int) -> None:
 
     model = LinearModel("logistic", design(data.X[train]), data.y[train], l2=1e-3, data_norm=1.0,
                         n_public=int(train.sum()))  # Adult's published training-split size
-    X_test, y_test = design(data.X[~train]), data.y[~train]
+    return model, (design(data.X[~train]), data.y[~train])
+
+
+def adult(repeats: int) -> None:
+    """DP-BLSGD, DP-BLGD and DP-AGD on Adult's training split as the estimators see it."""
+    model, (X_test, y_test) = adult_model()
     print(f"Adult {model.n}x{model.dim} (rows ‖x‖₂ ≤ 1), logistic, epsilon={EPSILON}")
     for method in ("dp-blsgd", "dp-blgd", "dp-agd"):
         runs = [timed(method, model, s) for s in range(repeats)]

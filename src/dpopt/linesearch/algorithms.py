@@ -6,10 +6,16 @@ clipping-threshold adaptation eq. (9)).  One loop implements all three
 (:func:`_descend`); they differ in the sampling rate and in what happens when
 a line search fails.
 
-Each outer iteration t (Algorithm 2):
+The plan (:mod:`dpopt.linesearch.plan`): ``planned_iterations`` T and the
+initial budgets are fixed before the run, from public quantities, so that T
+iterations (plus a reserve for CHEB) spend the budget; the loop makes T
+iterations.  (§5.4's ε_iter = ε/(2·50) ignores amplification by subsampling,
+so a loop that ran until the budget was spent made 1,450–3,124 iterations at
+ε = 0.4 on Adult.)  Each outer iteration t < T (Algorithm 2):
 
 1. stop unless one noisy gradient *and* one line search still fit the budget
-   (a gradient that cannot be followed by a line search would be wasted);
+   (a gradient that cannot be followed by a line search would be wasted;
+   the plan makes this a safety check);
 2. g̃_t ← noisy clipped gradient on a Poisson minibatch (lines 4–6);
 3. η ← NoisyBTLS(w_t, g̃_t) (line 10); while it fails (η = 0) and the budget
    allows, enlarge the budget and retry (lines 9–20):
@@ -24,7 +30,10 @@ Each outer iteration t (Algorithm 2):
 
 4. on success w_{t+1} = w_t − η g̃_t and the angle average (7) is updated;
 5. intelligent backtracking: every τ iterations η₀ ← min{ς·max Ω, η₀} over the
-   steps Ω chosen since the last reset (§4.2).
+   steps Ω chosen since the last reset (§4.2);
+6. after an iteration with a failed search, the budgets in force are scaled
+   down (as ε_iter) if the iterations still planned would no longer fit what
+   is left (:func:`~dpopt.linesearch.plan.fit_remaining`).
 
 Defaults beyond §5.4 (documented on :class:`LineSearchHyper`, measured on
 Adult with rows ‖x‖₂ ≤ 1).  §5.4's C_grad = 3 and an η₀ of 2 suit the paper's
@@ -43,13 +52,15 @@ Gaussian gradient, Lemma 1, and of AboveThreshold, Theorems 2/3, amplified by
 Lemma 4 or the exact subsampled-Gaussian bound) *before* it runs, and it runs
 only if :meth:`~dpopt.privacy.Ledger.can_afford` says it fits.  Because CHEB
 makes the budgets depend on earlier releases, the ledger is a Rényi *filter*
-at one order α fixed before the run: the order at which the most planned
+at one order α fixed before the run: the order at which the planned
 iterations (gradient + line search at the initial budgets, all public) fit
-the budget (:func:`~dpopt.privacy.rdp.filter_order`).  Feldman & Zrnic 2021,
-Thm 3.1 proves that adaptively chosen RDP costs whose sum at a fixed α never
-exceeds B(α) compose to (α, B(α))-RDP; accepting a charge that fits at *any*
-order of a grid is not covered by it.  The run stops exactly when the next
-sub-routine no longer fits at α and reports the filter's guarantee, the budget.
+the budget with the largest ε_iter (:func:`~dpopt.linesearch.plan.plan_run`).
+Feldman & Zrnic 2021, Thm 3.1 proves that adaptively chosen RDP costs whose
+sum at a fixed α never exceeds B(α) compose to (α, B(α))-RDP; accepting a
+charge that fits at *any* order of a grid is not covered by it.  The run
+stops after T iterations, or when the next sub-routine no longer fits at α,
+and reports the filter's guarantee, the budget.  ``info`` reports
+``planned_iterations`` and ``iterations`` (run).
 """
 
 from __future__ import annotations
@@ -72,19 +83,16 @@ from ..oracles import (
     NOISES,
     QUERIES,
     PrivateOracle,
-    gaussian_sigma,
-    line_search_event,
+    count_event,
     normalizer_note,
     public_normalizer,
     run_ledger,
 )
 from ..oracles.noisy_btls import noisy_btls_step, reset_initial_step
-from ..privacy import PoissonSampler
-from ..privacy import events as ev
-from ..privacy.rdp import filter_order
 from ..result import DPResult
 from .cheb import AngleAverage, angle_between, cheb, gradient_average
 from .model import PAPER_C_GRAD, default_gradient_clip
+from .plan import fit_remaining, plan_run
 
 __all__ = ["LineSearchHyper", "dp_blsgd", "dp_blgd", "dp_blsgd_ac", "METHODS", "DEFAULT_ETA0", "ETA0_R2",
            "BUDGET_INCREASES"]
@@ -126,12 +134,17 @@ class LineSearchHyper:
     c_obj:
         Objective clipping threshold C_obj = Δ_q of the line-search queries (§5.4: 1).
     planned_iterations:
-        The "50" of §5.4: ε_iter = ε/(2·planned_iterations) sets the initial budgets.
+        T, the number of outer iterations the run makes (§5.4's "50" set ε_iter =
+        ε/(2·50) instead).  ε_iter is calibrated so that T iterations, amplified as
+        charged, plus a reserve for CHEB spend the budget
+        (:func:`~dpopt.linesearch.plan.plan_run`); ``info["eps_iter"]``.
     rho_grad:
         Initial gradient budget ρ_grad (zCDP-style, RDP α·ρ_grad); default ε_iter²/2 (§5.4).
     budget_bt:
         Initial line-search budget: ε_BT for Laplace noise (default ε_iter, §5.4), ρ_BT
         for Gaussian noise (default ε_iter²/2, the ρ of an ε_iter-DP release by Lemma 2).
+        With both ``rho_grad`` and ``budget_bt`` given nothing is calibrated; the run
+        stops after T iterations or when the next one no longer fits.
     noise:
         NoisyBTLS noise, ``"laplace"`` (the variant of §5.6's figures) or ``"gaussian"``.
     xi:
@@ -199,9 +212,9 @@ class LineSearchHyper:
         Candidate Rényi orders (default :data:`dpopt.privacy.DEFAULT_ORDERS`;
         Lemma 4 covers integer orders only, the accountant's other bounds cover
         the fractional ones).  The run's filter order is the one among them at
-        which the most planned iterations fit (``info["filter_order"]``).
+        which the planned iterations fit with the largest budgets (``info["filter_order"]``).
     max_iter:
-        Safety cap on outer iterations (the budget normally stops the run first).
+        Cap on outer iterations below the plan (the budget is then not all spent).
     trajectory:
         Record F(w_t) on the full data after every iteration (non-private, for plots).
     """
@@ -290,16 +303,6 @@ class LineSearchHyper:
             return DEFAULT_ETA0
         return ETA0_R2 / model.data_norm**2
 
-    def initial_budgets(self, epsilon: float) -> tuple[float, float]:
-        """(ρ_grad, ε_BT or ρ_BT) at t = 0 from ε_iter = ε/(2·planned_iterations) (§5.4)."""
-        eps_iter = epsilon / (2.0 * self.planned_iterations)
-        rho = self.rho_grad if self.rho_grad is not None else 0.5 * eps_iter**2
-        if self.budget_bt is not None:
-            bt = self.budget_bt
-        else:
-            bt = eps_iter if self.noise == "laplace" else 0.5 * eps_iter**2
-        return rho, bt
-
 
 @dataclass
 class _Stats:
@@ -316,26 +319,6 @@ class _Stats:
     trajectory: list = field(default_factory=list)
 
 
-def _fix_filter(ledger, rate, rho, bt, c_grad, hyper, epsilon, delta) -> None:
-    """Fix the ledger's Rényi-filter order before anything is released (see the module docstring).
-
-    The order is the one at which the most planned iterations — one gradient
-    and one line search at the initial budgets, public quantities only — fit
-    (ε, δ).  A ledger that already is a filter keeps its order.
-    """
-    if ledger.filter_order is not None:
-        return
-    wrap = PoissonSampler(rate).wrap
-    step = ev.Composed((wrap(ev.Gaussian(gaussian_sigma(rho, c_grad), c_grad)),
-                        wrap(line_search_event(bt, hyper.c_obj, hyper.noise))))
-    orders = ledger.accountant.orders  # the run's ledger's grid (hyper.orders when it made the ledger)
-    try:
-        order = filter_order(step, epsilon, delta, orders)
-    except ValueError:  # not one planned iteration fits: nothing will be released; any order is a filter
-        order = float(orders[-1])
-    ledger.fix_filter_order(order)
-
-
 def _descend(model, epsilon, delta, rng, hyper: LineSearchHyper, *, method: str, rate: float,
              increase: str, adaptive_clipping: bool, ledger=None) -> DPResult:
     """The loop shared by the three methods (see the module docstring)."""
@@ -349,10 +332,12 @@ def _descend(model, epsilon, delta, rng, hyper: LineSearchHyper, *, method: str,
     ledger, epsilon, delta = run_ledger(ledger, epsilon, delta, accountant="rdp",
                                         orders=hyper.orders)
     rng = as_generator(rng)
-    rho, bt = hyper.initial_budgets(epsilon)
-    rho0, bt0 = rho, bt
     c_grad = hyper.clip_for(model, adaptive=adaptive_clipping)
-    _fix_filter(ledger, rate, rho, bt, c_grad, hyper, epsilon, delta)
+    plan = plan_run(hyper, ledger=ledger, epsilon=epsilon, delta=delta, rate=rate,
+                    prior=count_event(model, n_public=hyper.n_public, epsilon=epsilon, delta=delta))
+    if ledger.filter_order is None:
+        ledger.fix_filter_order(plan.order)
+    rho, bt = rho0, bt0 = plan.rho_grad, plan.budget_bt
     normalizer = public_normalizer(model, n_public=hyper.n_public, ledger=ledger, rng=rng,
                                    epsilon=epsilon, delta=delta)
     oracle = PrivateOracle(model, ledger=ledger, rng=rng, normalizer=normalizer, rate=rate,
@@ -365,10 +350,11 @@ def _descend(model, epsilon, delta, rng, hyper: LineSearchHyper, *, method: str,
     eta0 = eta0_initial = hyper.eta0_for(model)
     omega = []
     stats = _Stats()
-    stop, t = "max_iter", 0
+    stop, t = "planned", 0
     search = {"alpha": hyper.alpha, "beta": hyper.beta, "max_it": hyper.max_it}
+    last = min(plan.iterations, hyper.max_iter)
 
-    while t < hyper.max_iter:
+    while t < last:
         if not oracle.can_afford(oracle.gradient_event(rho), oracle.line_search_event(bt)):
             stop = "budget"
             break
@@ -417,14 +403,22 @@ def _descend(model, epsilon, delta, rng, hyper: LineSearchHyper, *, method: str,
             omega.append(eta)
             stats.steps.append(eta)
         t += 1
-        stats.events_per_iteration.append(stats.gradients + stats.line_searches - charged_before)
+        charged = stats.gradients + stats.line_searches - charged_before
+        stats.events_per_iteration.append(charged)
+        if charged > 2:  # a failed search took from the iterations still planned: share what is left
+            rho, bt = fit_remaining(hyper, ledger=ledger, rate=rate, remaining=last - t, rho=rho, bt=bt)
         if t % hyper.tau == 0:
             eta0, omega = reset_initial_step(eta0, omega, hyper.varsigma), []
         if hyper.trajectory:
             stats.trajectory.append(model.value(w))
 
+    if stop == "planned" and t < plan.iterations:
+        stop = "max_iter"
     info = {
         "stop": stop,
+        "planned_iterations": plan.iterations,
+        "iterations": t,
+        "eps_iter": plan.eps_iter,
         "updates": len(stats.steps),
         "steps": np.array(stats.steps),
         "gradients": stats.gradients,

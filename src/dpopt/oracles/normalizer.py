@@ -32,11 +32,12 @@ from dataclasses import dataclass
 
 from .._validation import check_int
 from ..privacy import Ledger
+from ..privacy import events as ev
 from ..privacy import mechanisms as mech
 from ..privacy.zcdp import rho_from_epsilon_delta
 
-__all__ = ["Normalizer", "COUNT_SHARE", "count_sigma", "public_normalizer", "laplace_count", "disclosed_count",
-           "CountDisclosureWarning", "normalizer_note"]
+__all__ = ["Normalizer", "COUNT_SHARE", "count_sigma", "public_normalizer", "laplace_count", "count_event",
+           "disclosed_count", "CountDisclosureWarning", "normalizer_note"]
 
 #: Share of the run's zCDP budget ρ(ε, δ) spent on the noisy record count (σ = 1/√(2·share·ρ)).
 #: At ε = 0.05, δ = 1e-8 this is σ ≈ 860 records (≈ 3 % of Adult's 30k training rows), at ε = 1 σ ≈ 43.
@@ -73,6 +74,17 @@ def count_sigma(epsilon: float, delta: float, share: float = COUNT_SHARE) -> flo
     """σ of the noisy count: its zCDP cost 1/(2σ²) is ``share`` of ρ(ε, δ) (Bun & Steinke, Prop. 1.3)."""
     rho = rho_from_epsilon_delta(epsilon, delta)
     return 1.0 / math.sqrt(2.0 * share * rho)
+
+
+def count_event(model, *, n_public=None, epsilon: float, delta: float) -> ev.Event | None:
+    """The event :func:`public_normalizer` charges for these arguments (None: nothing is charged).
+
+    For planning a run's budget before anything is charged; public quantities only.
+    """
+    declared = n_public if n_public is not None else getattr(model, "n_public", None)
+    if declared is not None or delta <= 0.0:
+        return None
+    return ev.Gaussian(count_sigma(epsilon, delta), 1.0)
 
 
 def public_normalizer(model, *, n_public=None, ledger: Ledger, rng, epsilon: float,

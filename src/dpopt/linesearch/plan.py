@@ -1,0 +1,186 @@
+"""The run's plan: initial budgets under which ``planned_iterations`` iterations spend the budget.
+
+chen2020 §5.4 sets the initial budgets from ε_iter = ε/(2·50): ρ_grad = ε_iter²/2 and
+ε_BT = ε_iter (ρ_BT = ε_iter²/2 for the Gaussian search).  That split counts
+each iteration as if it cost ε_iter twice under basic composition; the
+run's ledger composes Poisson-amplified RDP instead (§4.3, Lemma 4 and the
+exact subsampled Gaussian), under which one iteration at q = 0.1 costs a
+small fraction of that, so the loop — which runs until the budget is spent —
+made 1,450–3,124 iterations at ε = 0.4 on Adult, not 50.
+
+Here ε_iter is *calibrated* instead: the largest ε_iter (same ratio of the
+two budgets as §5.4) such that ``planned_iterations`` iterations — one
+gradient and one line search each, amplified as the oracle charges them —
+plus a reserve of :data:`RESERVE` for CHEB's budget increases, plus the
+noisy record count when one is released first, fit the budget at one
+Rényi order α.  That α is fixed as the ledger's filter order (Feldman &
+Zrnic 2021, Thm 3.1; see :mod:`dpopt.linesearch.algorithms`).  Everything
+here is computed from public quantities (ε, δ, q, C_grad, C_obj, the
+planned count), so the plan reveals nothing about the data; the loop
+then stops after the planned iterations, or earlier if CHEB's increases
+use up the reserve (the filter refuses the next charge).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize
+
+from ..oracles import gaussian_sigma, line_search_event
+from ..privacy import PoissonSampler
+from ..privacy import events as ev
+from ..privacy.rdp import rdp_budget_per_order, rdp_curve
+
+__all__ = ["Plan", "plan_run", "RESERVE"]
+
+#: Share of the planned composition held back for CHEB's extra gradients and line searches
+#: (each failed search costs one more of each, at budgets that grow by 1 + ξ).  Measured with
+#: benchmarks/bench_linesearch_plan.py (Adult and synthetic data, the default plan): searches
+#: failed in about 2 % of iterations.
+RESERVE = 0.1
+#: Relative precision of the calibrated ε_iter (log scale): a smaller ε_iter only wastes budget.
+_LOG_TOL = 1e-4
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Planned iterations, the initial budgets (ρ_grad, ε_BT or ρ_BT), ε_iter and the filter order."""
+
+    iterations: int
+    rho_grad: float
+    budget_bt: float
+    eps_iter: float | None
+    order: float
+
+    def describe(self) -> dict:
+        return {"planned_iterations": self.iterations, "eps_iter": self.eps_iter,
+                "filter_order": self.order}
+
+
+def _budgets(hyper, eps_iter: float) -> tuple[float, float]:
+    """(ρ_grad, ε_BT or ρ_BT) for ε_iter, the §5.4 ratio; given values are kept."""
+    rho = hyper.rho_grad if hyper.rho_grad is not None else 0.5 * eps_iter**2
+    if hyper.budget_bt is not None:
+        return rho, hyper.budget_bt
+    return rho, (eps_iter if hyper.noise == "laplace" else 0.5 * eps_iter**2)
+
+
+def _room(ledger, epsilon: float, delta: float, prior) -> tuple[np.ndarray, np.ndarray]:
+    """(orders, RDP room) the planned iterations may use: B(α) less what is spent and ``prior``.
+
+    A ledger that is already a filter offers its one order; otherwise the
+    integer orders ≥ 2 of its grid (Lemma 4's orders; cheap curves).
+    """
+    orders = np.asarray(ledger.accountant.orders, dtype=float)
+    if ledger.filter_order is not None:
+        orders = np.array([ledger.filter_order])
+    else:
+        integer = orders[(orders >= 2.0) & (orders == np.round(orders))]
+        orders = integer if integer.size else orders
+    spent = ledger.accountant
+    room = rdp_budget_per_order(orders, epsilon, delta)
+    if ledger.events:
+        room = room - np.array([spent.rdp[spent.order_index(a)] for a in orders])
+    if prior is not None:
+        room = room - rdp_curve(prior, orders)
+    return orders, room
+
+
+def _step(hyper, rate: float, rho: float, bt: float) -> ev.Event:
+    """One planned iteration: a Gaussian gradient and a line search, amplified as the oracle charges them.
+
+    The RDP depends on the noise multipliers only (σ/C_grad = 1/√(2ρ), ε_BT), so
+    the clipping thresholds, which DP-BLSGD-AC shrinks, do not enter (C = 1 here).
+    """
+    wrap = PoissonSampler(rate).wrap
+    return ev.Composed((wrap(ev.Gaussian(gaussian_sigma(rho, 1.0), 1.0)),
+                        wrap(line_search_event(bt, 1.0, hyper.noise))))
+
+
+def _fits(hyper, rate, orders, room, rho, bt) -> np.ndarray:
+    """Per order, how many iterations at (ρ, bt) fit ``room`` (0 where the order is unusable)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n = np.where(room > 0.0, room / rdp_curve(_step(hyper, rate, rho, bt), orders), 0.0)
+    return np.nan_to_num(n, nan=0.0)
+
+
+def _largest(gap, start: float, cap: float | None = None) -> float | None:
+    """The largest u (≤ ``cap``) with ``gap(u) ≥ 0`` for a decreasing ``gap``, to :data:`_LOG_TOL`;
+    None if there is none within 40 (log units) below ``start``."""
+    step = math.log(4.0)
+    lo = start if cap is None else min(start, cap)
+    floor = lo - 40.0
+    while gap(lo) < 0.0:
+        if lo < floor:
+            return None
+        lo -= step
+    if cap is not None and lo >= cap:
+        return cap
+    hi = lo + step if cap is None else min(lo + step, cap)
+    while gap(hi) >= 0.0:
+        if cap is not None and hi >= cap:
+            return cap
+        lo, hi = hi, hi + step if cap is None else min(hi + step, cap)
+    u = optimize.brentq(gap, lo, hi, xtol=_LOG_TOL)
+    while gap(u) < 0.0:
+        u -= _LOG_TOL
+    return u
+
+
+def plan_run(hyper, *, ledger, epsilon: float, delta: float, rate: float, prior: ev.Event | None = None) -> Plan:
+    """The :class:`Plan` of one run (see the module docstring).
+
+    ``hyper`` is the run's :class:`~dpopt.linesearch.algorithms.LineSearchHyper`;
+    ``prior`` an event charged before the iterations (the noisy count).  With
+    both ``rho_grad`` and ``budget_bt`` given nothing is calibrated: the order
+    is the one at which most iterations fit.  ``iterations`` is 0 when not
+    one iteration fits.
+    """
+    orders, room = _room(ledger, epsilon, delta, prior)
+    target = hyper.planned_iterations * (1.0 + RESERVE)
+
+    def fits(eps_iter: float | None) -> np.ndarray:
+        return _fits(hyper, rate, orders, room, *_budgets(hyper, eps_iter or 0.0))
+
+    def planned(eps_iter: float | None, iterations: int) -> Plan:
+        n = fits(eps_iter)
+        best = int(np.argmax(n))
+        count = iterations if n[best] >= 1.0 else 0
+        order = float(orders[best]) if count else float(orders[-1])
+        return Plan(count, *_budgets(hyper, eps_iter or 0.0), eps_iter, order)
+
+    if hyper.rho_grad is not None and hyper.budget_bt is not None:
+        return planned(None, hyper.planned_iterations)
+    paper = epsilon / (2.0 * hyper.planned_iterations)  # §5.4's ε_iter, a start for the search
+    u = _largest(lambda u: math.log(max(float(fits(math.exp(u)).max()), 1e-300)) - math.log(target),
+                 math.log(paper))
+    return planned(paper, 0) if u is None else planned(math.exp(u), hyper.planned_iterations)
+
+
+def fit_remaining(hyper, *, ledger, rate: float, remaining: int, rho: float, bt: float) -> tuple[float, float]:
+    """(ρ_grad, bt), scaled down as ε_iter (by λ ≤ 1: ρ·λ², ε_BT·λ or ρ_BT·λ²) so that ``remaining``
+    iterations plus the reserve still fit the ledger's room at its filter order.
+
+    Called after an iteration whose line search failed: CHEB's extra gradient
+    and retried search, and its (1 + ξ) increase of the budgets in force, take
+    from the iterations still planned; the later iterations then share what is
+    left, and the run makes the planned number of iterations.  Public
+    quantities only (the budgets follow released values).  Unchanged if they fit.
+    """
+    orders, room = ledger.remaining_rdp()
+    if remaining <= 0 or not np.any(room > 0.0):
+        return rho, bt
+    target = math.log(remaining * (1.0 + RESERVE))
+    power = 1.0 if hyper.noise == "laplace" else 2.0
+
+    def scaled(u: float) -> tuple[float, float]:
+        return rho * math.exp(2.0 * u), bt * math.exp(power * u)
+
+    def gap(u: float) -> float:
+        return math.log(max(float(_fits(hyper, rate, orders, room, *scaled(u)).max()), 1e-300)) - target
+
+    u = _largest(gap, 0.0, cap=0.0)
+    return (rho, bt) if u is None else scaled(u)

@@ -1,0 +1,117 @@
+"""The plan of DP-BLSGD and friends: the planned iterations spend the budget and the run makes them."""
+
+import math
+
+import numpy as np
+import pytest
+
+from dpopt.linesearch.algorithms import METHODS, LineSearchHyper, dp_blsgd
+from dpopt.linesearch.model import LinearModel
+from dpopt.linesearch.plan import RESERVE, fit_remaining, plan_run
+from dpopt.oracles import count_event
+from dpopt.privacy import Ledger, RDPAccountant
+from dpopt.privacy import events as ev
+from dpopt.privacy.rdp import rdp_budget_per_order, rdp_curve
+
+
+def make_model(n=400, d=3, seed=0, n_public=True):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = np.where(X @ np.linspace(1.0, -1.0, d) + rng.logistic(size=n) > 0, 1.0, -1.0)
+    return LinearModel("logistic", X, y, l2=1e-3, n_public=n if n_public else None)
+
+
+def step(hyper, rate, rho, bt):
+    wrap = (lambda e: e) if rate == 1.0 else (lambda e: ev.Subsampled(e, rate))
+    return ev.Composed((wrap(ev.Gaussian(1.0 / math.sqrt(2.0 * rho), 1.0)),
+                        wrap(ev.AboveThreshold.laplace(bt / 2, bt / 4, 1.0) if hyper.noise == "laplace"
+                             else ev.AboveThreshold.gaussian(math.sqrt(1.5 / bt), math.sqrt(3.0 / bt), 1.0))))
+
+
+@pytest.mark.parametrize(("epsilon", "rate", "iterations", "noise"),
+                         [(0.4, 0.1, 50, "laplace"), (0.4, 0.01, 300, "laplace"), (2.0, 1.0, 20, "gaussian")])
+def test_the_plan_spends_the_budget_in_the_planned_iterations(epsilon, rate, iterations, noise):
+    """T(1 + reserve) iterations at the planned budgets fit at the filter order, 1 % more ε_iter does not
+    (at any integer order): the planned T, not the budget, ends the run."""
+    delta = 1e-8
+    hyper = LineSearchHyper(planned_iterations=iterations, noise=noise)
+    plan = plan_run(hyper, ledger=Ledger(epsilon, delta, "rdp"), epsilon=epsilon, delta=delta, rate=rate)
+    assert plan.iterations == iterations
+    assert plan.rho_grad == pytest.approx(plan.eps_iter**2 / 2)
+    assert plan.budget_bt == pytest.approx(plan.eps_iter if noise == "laplace" else plan.eps_iter**2 / 2)
+    assert plan.eps_iter > epsilon / (2 * iterations)  # amplification: more than §5.4's split
+    target = iterations * (1 + RESERVE)
+    orders = np.array([a for a in range(2, 257)], dtype=float)
+    budget = rdp_budget_per_order(orders, epsilon, delta)
+    at = orders.tolist().index(plan.order)
+    assert target * rdp_curve(step(hyper, rate, plan.rho_grad, plan.budget_bt), orders)[at] <= budget[at]
+    more = plan.eps_iter * 1.01
+    bigger = step(hyper, rate, more**2 / 2, more if noise == "laplace" else more**2 / 2)
+    assert np.all(target * rdp_curve(bigger, orders) > budget)
+
+
+def test_the_plan_makes_room_for_the_noisy_count_and_a_spent_ledger():
+    epsilon, delta = 0.5, 1e-6
+    hyper = LineSearchHyper(planned_iterations=40)
+    model = make_model(n_public=False)
+    prior = count_event(model, epsilon=epsilon, delta=delta)
+    assert prior == ev.Gaussian(prior.sigma, 1.0)
+    assert count_event(make_model(), epsilon=epsilon, delta=delta) is None  # a declared count
+    alone = plan_run(hyper, ledger=Ledger(epsilon, delta, "rdp"), epsilon=epsilon, delta=delta, rate=0.1)
+    counted = plan_run(hyper, ledger=Ledger(epsilon, delta, "rdp"), epsilon=epsilon, delta=delta, rate=0.1,
+                       prior=prior)
+    assert counted.eps_iter < alone.eps_iter
+    spent = Ledger(epsilon, delta, "rdp")
+    spent.charge(ev.Gaussian(20.0, 1.0))
+    assert plan_run(hyper, ledger=spent, epsilon=epsilon, delta=delta, rate=0.1).eps_iter < alone.eps_iter
+    # the whole run, count included, fits and makes the planned iterations
+    result = dp_blsgd(model, epsilon=epsilon, delta=delta, rng=0, planned_iterations=40)
+    assert result.info["normalizer"]["source"] == "noisy_count"
+    assert result.nit == result.info["planned_iterations"] == 40
+    replay = RDPAccountant().compose(ev.Composed(result.events))
+    assert replay.epsilon_at(delta, result.info["filter_order"]) <= epsilon
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_without_budget_increases_the_run_is_exactly_the_plan(method):
+    model = make_model()
+    hyper = {"budget_increase": "no", "planned_iterations": 30}
+    if method != "dp-blgd":
+        hyper["rate"] = 0.2
+    result = METHODS[method](model, epsilon=0.5, delta=1e-6, rng=3, **hyper)
+    info = result.info
+    assert result.nit == info["iterations"] == info["planned_iterations"] == 30
+    assert len(result.events) == 60 and info["stop"] == "planned"
+    assert info["rho_grad"] == info["rho_grad_initial"]
+
+
+def test_failed_searches_take_from_the_later_iterations_not_the_count():
+    """CHEB's increases, charged in full, leave the remaining iterations less; the budgets in force shrink
+    (as ε_iter) so that the planned count is still made, within the budget at the filter order."""
+    epsilon, delta = 0.1, 1e-6
+    model = make_model(n=400, seed=2)
+    result = dp_blsgd(model, epsilon=epsilon, delta=delta, rng=1, rate=0.05, planned_iterations=80)
+    info = result.info
+    assert info["line_search_failures"] >= 3, "too few failures to exercise the rescaling"
+    grown = info["rho_grad_initial"] * 1.3 ** info["cheb_actions"]["gradient"]
+    assert info["rho_grad"] < 0.9 * grown  # CHEB's growth, then scaled down for the later iterations
+    assert result.nit == info["planned_iterations"] == 80 and info["stop"] == "planned"
+    replay = RDPAccountant().compose(ev.Composed(result.events))
+    assert replay.epsilon_at(delta, info["filter_order"]) <= epsilon
+
+
+def test_fit_remaining_scales_the_budgets_as_eps_iter_only_when_needed():
+    epsilon, delta, rate = 0.5, 1e-6, 0.1
+    hyper = LineSearchHyper(planned_iterations=50)
+    ledger = Ledger(epsilon, delta, "rdp")
+    plan = plan_run(hyper, ledger=ledger, epsilon=epsilon, delta=delta, rate=rate)
+    ledger.fix_filter_order(plan.order)
+    rho, bt = plan.rho_grad, plan.budget_bt
+    assert fit_remaining(hyper, ledger=ledger, rate=rate, remaining=50, rho=rho, bt=bt) == (rho, bt)
+    for _ in range(20):  # spend 20 iterations' worth at 1.69× the budgets: 50 more no longer fit
+        ledger.charge(step(hyper, rate, 1.69 * rho, 1.3 * bt))
+    new_rho, new_bt = fit_remaining(hyper, ledger=ledger, rate=rate, remaining=50, rho=rho, bt=bt)
+    assert new_rho < rho and new_rho / rho == pytest.approx((new_bt / bt) ** 2)
+    _, room = ledger.remaining_rdp()
+    cost = rdp_curve(step(hyper, rate, new_rho, new_bt), [plan.order])
+    assert 50 * (1 + RESERVE) * cost[0] <= room[0] < 50 * (1 + RESERVE) * cost[0] * 1.01
