@@ -108,12 +108,17 @@ def report(name: str, runs: list[dict]) -> float:
     return med["wall"]
 
 
-def adult_model():
-    """(model, (X_test, y_test)): Adult's training split as the estimators see it, and its test split."""
+def adult_model(rows: int | None = None):
+    """(model, (X_test, y_test)): Adult's training split as the estimators see it (or ``rows`` of it,
+    drawn at random; n_public then says ``rows``), and its test split."""
     from dpopt.datasets.adult import load_adult
 
     data = load_adult("all", drop_columns=("fnlwgt",))
     train = data.groups == "train"
+    if rows is not None:
+        keep = np.random.default_rng(0).choice(np.flatnonzero(train), size=rows, replace=False)
+        train = np.zeros_like(train)
+        train[keep] = True
 
     def design(X):
         return np.hstack([X, np.ones((X.shape[0], 1))]) / math.sqrt(2.0)

@@ -12,7 +12,7 @@ were chosen from this table: the cheapest point within noise of the best
 accuracy.
 
 Usage: ``python benchmarks/bench_linesearch_plan.py [--epsilon E] [--seeds K]
-[--iterations 50 100 ...] [--rates 0.01 0.03 ...]``.
+[--iterations 50 100 ...] [--rates 0.01 0.03 ...] [--rows N]``.
 """
 
 from __future__ import annotations
@@ -46,8 +46,9 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--iterations", type=int, nargs="+", default=[50, 100, 200, 400, 800])
     parser.add_argument("--rates", type=float, nargs="+", default=[0.01, 0.03, 0.1])
+    parser.add_argument("--rows", type=int, default=None, help="a random subset of the training rows")
     args = parser.parse_args()
-    model, test = adult_model()
+    model, test = adult_model(rows=args.rows)
     print(f"Adult {model.n}x{model.dim}, epsilon={args.epsilon}, delta={args.delta:g}, "
           f"{args.seeds} seeds, load average {os.getloadavg()[0]:.1f}")
     print(f"{'T':>5} {'q':>6} {'passes':>7} {'cpu s':>7} {'run':>6} {'fails':>6} {'accuracy':>9} {'sd':>6}")
