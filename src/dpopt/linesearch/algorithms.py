@@ -144,9 +144,9 @@ class LineSearchHyper:
     planned_iterations:
         T, the number of outer iterations the run makes (default 200; §5.4's "50" set
         ε_iter = ε/(2·50) instead).  Measured on Adult at ε = 0.4 (q = 0.02): T = 100, 200,
-        400, 800 gave test accuracy 0.819, 0.822, 0.821, 0.818 (±0.004).  ε_iter is calibrated so that T iterations, amplified as
-        charged, plus a reserve for CHEB spend the budget
-        (:func:`~dpopt.linesearch.plan.plan_run`); ``info["eps_iter"]``.
+        400, 800 gave test accuracy 0.819, 0.822, 0.821, 0.818 (±0.004).  ε_iter is
+        calibrated so that T iterations, amplified as charged, plus a reserve for CHEB
+        spend the budget (:func:`~dpopt.linesearch.plan.plan_run`); ``info["eps_iter"]``.
     rho_grad:
         Initial gradient budget ρ_grad (zCDP-style, RDP α·ρ_grad); default ε_iter²/2 (§5.4).
     budget_bt:
