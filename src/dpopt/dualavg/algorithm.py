@@ -256,15 +256,14 @@ def _draw_records(cfg: Config, shards: list, state: NodeState, samplers: list, n
     ``counts`` repetitions together); b = 1 is Algorithm 1 line 6 (one record
     uniformly: the size-1 fixed-size sample).
     """
-    b = cfg.batch
+    b, gens = cfg.batch, state.sampling
     single = b == 1 and len(counts) == sum(counts)  # one record per sender
-    idx = []
-    for k, c in zip(senders, counts, strict=True):
-        q = cfg.sizes[int(nodes[k])]
-        if b > 1:
-            idx.append(samplers[k].indices(state.sampling[k], repetitions=c))
-        else:  # a scalar draw is the number integers(q, size=(1, 1)) gives, without the array round trip
-            idx.append(state.sampling[k].integers(q) if single else state.sampling[k].integers(q, size=(c, 1)))
+    if single:  # a scalar draw is the number integers(q, size=(1, 1)) gives, without the array round trip
+        idx = [gens[k].integers(cfg.sizes[i]) for k, i in zip(senders, nodes[senders].tolist(), strict=True)]
+    elif b == 1:
+        idx = [gens[k].integers(cfg.sizes[int(nodes[k])], size=(c, 1)) for k, c in zip(senders, counts, strict=True)]
+    else:
+        idx = [samplers[k].indices(gens[k], repetitions=c) for k, c in zip(senders, counts, strict=True)]
     if single:  # copy the rows straight into one block
         rows = np.array([shards[k][0][i] for k, i in zip(senders, idx, strict=True)])[:, None, :]
         labels = np.array([shards[k][1][i] for k, i in zip(senders, idx, strict=True)])[:, None]
