@@ -96,8 +96,8 @@ def mpi_worker(d: int, rounds: int, iota: float, q: int, wait: str) -> None:
     from dpopt.dualavg.mpi import MPIComm
     from dpopt.dualavg.shards import synthetic_shard
 
-    if wait == "busy":
-        MPIComm.spin = float("inf")  # poll until done, as MPICH's own wait does
+    if wait == "busy":  # MPICH's own wait (polls, yielding every MPIR_CVAR_POLLS_BEFORE_YIELD polls)
+        MPIComm._wait = lambda self, requests: self._MPI.Request.Waitall(requests)
     inner = MPIComm()
     comm = _TimedComm(inner)
     n = inner.n
@@ -163,7 +163,7 @@ def _simulator(quick: bool) -> None:
     grid = [(20, 100), (20, 1000), (20, 2000), (100, 1000), (1000, 100), (1000, 1000)]
     for n, d in grid:
         for iota in (1.0, 0.1) if (n, d) in {(20, 2000), (1000, 1000)} else (1.0,):
-            r = max(20, int((50 if quick else 200) * min(20.0, 2e5 / (n * d) * 20)))
+            r = int(min(2000, max(100, 4e7 / (n * d))) / (5 if quick else 1))
             wall, cpu = simulate(n, d, r, iota)
             print(f"  {n:5d} {d:5d} {iota:5.1f} {r:6d} {r / wall:16.1f} {r / cpu:15.1f} {1e3 * cpu / r:13.3f}")
 
