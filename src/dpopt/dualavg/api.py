@@ -101,6 +101,9 @@ def minimize(
     ``backend="mpi"`` runs one node per rank (``mpiexec -n n``); with
     ``checkpoint_dir`` the state is saved every ``checkpoint_every`` rounds and
     ``resume=True`` continues from it without re-drawing any released noise.
+    ``record_every=k`` records F(x̄) every k rounds in ``trajectory`` (rows
+    ``[round, F per repetition]``) and x̄ itself in ``info["recorded_x"]``
+    (non-private diagnostics: F reads every shard).
     """
     backend = val.check_choice("backend", backend, ("simulate", "mpi"))
     load, sizes = _shard_source(shards, sizes)
@@ -225,6 +228,7 @@ def minimize(
         state = NodeState.fresh(cfg, comm.nodes, entropy, node_ledgers, parent)
     every = rounds if checkpoint_every is None else val.check_int("checkpoint_every", checkpoint_every)
     rec = None if record_every is None else val.check_int("record_every", record_every)
+    recorded = []  # x̄ at each recorded round (kept in memory only: a resumed run records from its restart)
     stops = sorted(
         {min(k, rounds) for k in range(every, rounds + every, every)}
         | (set(range(rec, rounds + 1, rec)) if rec else set())
@@ -235,7 +239,9 @@ def minimize(
             continue
         state = run_block(cfg, comm, local_shards, state, stop, round_events)
         if rec and stop % rec == 0:
-            state.trajectory.append([stop, *_objective(cfg, comm, local_shards, state).tolist()])
+            points = comm.allgather(state.averages(cfg)).mean(axis=1)
+            state.trajectory.append([stop, *_objective(cfg, comm, local_shards, state, points).tolist()])
+            recorded.append(points if repetitions is not None else points[0])
         if ckpt is not None and (stop % every == 0 or stop == rounds):
             os.makedirs(checkpoint_dir, exist_ok=True)
             np.savez(ckpt + ".tmp.npz", **state.to_arrays())
@@ -263,6 +269,7 @@ def minimize(
         "noise_report": None if report is None else report.to_dict(),
         "node_ledgers": state.node_ledgers if private else [],
         "backend": backend,
+        "recorded_x": recorded,
     }
     traj = np.array(state.trajectory) if state.trajectory else None
     x_out = x_bar if repetitions is not None else x_bar[0]

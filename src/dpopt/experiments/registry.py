@@ -139,6 +139,5 @@ register(Experiment(
     "liu2024",
     "Liu, Johansson & Shi (2024) §5: private distributed dual averaging (Algorithm 1 vs [19]) on SVMs",
     "dpopt.experiments.liu2024",
-    parallel=False,
     requires=("matplotlib", "sklearn"),
 ))
