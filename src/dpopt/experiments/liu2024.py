@@ -123,7 +123,15 @@ class Config:
     seeds: int = 5
     checkpoints: int = 8  # points of the curves vs iterations
     nonprivate: bool = True
+    #: (dataset, regularizer) pairs left out: the exact ℓ1 reference LP does not finish in reasonable time on
+    #: Fashion-MNIST's 60,000 dense 784-pixel records here (it does on Adult and the synthetic set)
+    skip: tuple = (("fashion-mnist", "l1"),)
     seed: int = 0
+
+    @property
+    def problems(self) -> list[tuple[str, str]]:
+        """The (dataset, regularizer) pairs that run."""
+        return [(d, r) for d in self.datasets for r in self.regularizers if (d, r) not in self.skip]
 
     def __post_init__(self):
         for name in ("datasets", "regularizers", "epsilons", "iotas", "edges", "accountings"):
@@ -148,6 +156,8 @@ class Config:
         val.check_int("local_steps", self.local_steps)
         val.check_int("seeds", self.seeds)
         val.check_int("checkpoints", self.checkpoints)
+        if not self.problems:
+            raise ValueError("skip leaves no (dataset, regularizer) pair to run")
 
 
 FULL = Config()
@@ -330,20 +340,20 @@ def _tasks(config: Config, sizes: dict) -> list[Task]:
     """Every simulator run: (dataset, reg, ι, edges, ε, accounting); ι = 1 once (both models coincide)."""
     tasks = []
     iotas = (*config.iotas, 1.0)
-    for di, dataset in enumerate(config.datasets):
-        for ri, reg in enumerate(config.regularizers):
-            for ii, iota in enumerate(iotas):
-                for ei, edges in enumerate(config.edges):
-                    models = ("exact",) if iota == 1.0 else config.accountings
-                    grid = [(k, eps, acc) for k, eps in enumerate(config.epsilons) for acc in models]
-                    if config.nonprivate:
-                        grid.append((len(config.epsilons), None, "none"))
-                    for k, eps, acc in grid:  # one seed per setting: the two models see the same draws
-                        seed = int(task_seed(config.seed, 9, di, ri, ii, ei, k).generate_state(1)[0])
-                        cost = sizes[dataset] * (1.0 + 0.3 / iota)
-                        label = f"{dataset} {reg} eps={eps} iota={iota:g} edges={edges} {acc}"
-                        tasks.append(Task((dataset, reg, iota, edges, eps, acc),
-                                          (dataset, reg, iota, edges, eps, acc, seed), cost, label))  # fmt: skip
+    for dataset, reg in config.problems:
+        di, ri = config.datasets.index(dataset), config.regularizers.index(reg)
+        for ii, iota in enumerate(iotas):
+            for ei, edges in enumerate(config.edges):
+                models = ("exact",) if iota == 1.0 else config.accountings
+                grid = [(k, eps, acc) for k, eps in enumerate(config.epsilons) for acc in models]
+                if config.nonprivate and ei == 0:  # the optimization error alone, at the first edge count
+                    grid.append((len(config.epsilons), None, "none"))
+                for k, eps, acc in grid:  # one seed per setting: the two models see the same draws
+                    seed = int(task_seed(config.seed, 9, di, ri, ii, ei, k).generate_state(1)[0])
+                    cost = sizes[dataset] * (1.0 + 0.3 / iota)
+                    label = f"{dataset} {reg} eps={eps} iota={iota:g} edges={edges} {acc}"
+                    tasks.append(Task((dataset, reg, iota, edges, eps, acc),
+                                      (dataset, reg, iota, edges, eps, acc, seed), cost, label))  # fmt: skip
     return tasks
 
 
@@ -408,43 +418,42 @@ def _claims(summary, config: Config):
     iotas = sorted(config.iotas)
     table, lines = [], []
     for acc in config.accountings:
-        for dataset in config.datasets:
-            for reg in config.regularizers:
-                for edges in config.edges:
-                    rows, gaps = [], []
-                    for eps in config.epsilons:
-                        alg = [key[(acc, dataset, reg, edges, eps, i)] for i in iotas]
-                        base = key[(acc, dataset, reg, edges, eps, 1.0)]
-                        chain = [*alg, base]
-                        order = all(a["suboptimality_mean"] < b["suboptimality_mean"] for a, b in _pairs(chain))
-                        beats = [a["suboptimality_mean"] < base["suboptimality_mean"] for a in alg]
-                        gap = base["suboptimality_mean"] - min(a["suboptimality_mean"] for a in alg)
-                        gaps.append(gap)
-                        row = {"accounting": acc, "dataset": dataset, "regularizer": reg, "edges": edges,
-                               "epsilon": eps}  # fmt: skip
-                        for i, a in zip(iotas, alg, strict=True):
-                            row[f"subopt_iota{i:g}"] = a["suboptimality_mean"]
-                        row["subopt_[19]"] = base["suboptimality_mean"]
-                        for i, a in zip(iotas, alg, strict=True):
-                            row[f"acc_iota{i:g}"] = a["accuracy_mean"]
-                        row["acc_[19]"] = base["accuracy_mean"]
-                        row["smaller_iota_smaller_loss"] = order
-                        row["alg1_beats_[19]"] = f"{sum(beats)}/{len(beats)}"
-                        clear = sum(b and _clear(a, base, config.seeds) for a, b in zip(alg, beats, strict=True))
-                        row["clear_(2_se)"] = f"{clear}/{len(beats)}"
-                        row["gap_[19]_minus_best_alg1"] = gap
-                        rows.append(row)
-                    table.extend(rows)
-                    n_order = sum(r["smaller_iota_smaller_loss"] for r in rows)
-                    n_beat = sum(int(r["alg1_beats_[19]"].split("/")[0]) for r in rows)
-                    widening = sum(a > b for a, b in _pairs(gaps))
-                    lines.append(
-                        f"{acc}, {dataset}, {reg}, {edges} edge(s): smaller ι gives smaller suboptimality (ι "
-                        f"{' < '.join(f'{i:g}' for i in iotas)} < 1) at {n_order} of {len(rows)} ε; Algorithm 1 beats "
-                        f"[19] in {n_beat} of {len(rows) * len(iotas)} (ε, ι) cases; gap [19] − best Alg. 1 by ε "
-                        + ", ".join(f"{e:g}: {g:.3g}" for e, g in zip(config.epsilons, gaps, strict=True))
-                        + f" (shrinks with ε in {widening} of {len(gaps) - 1} steps)."
-                    )  # fmt: skip
+        for dataset, reg in config.problems:
+            for edges in config.edges:
+                rows, gaps = [], []
+                for eps in config.epsilons:
+                    alg = [key[(acc, dataset, reg, edges, eps, i)] for i in iotas]
+                    base = key[(acc, dataset, reg, edges, eps, 1.0)]
+                    chain = [*alg, base]
+                    order = all(a["suboptimality_mean"] < b["suboptimality_mean"] for a, b in _pairs(chain))
+                    beats = [a["suboptimality_mean"] < base["suboptimality_mean"] for a in alg]
+                    gap = base["suboptimality_mean"] - min(a["suboptimality_mean"] for a in alg)
+                    gaps.append(gap)
+                    row = {"accounting": acc, "dataset": dataset, "regularizer": reg, "edges": edges,
+                           "epsilon": eps}  # fmt: skip
+                    for i, a in zip(iotas, alg, strict=True):
+                        row[f"subopt_iota{i:g}"] = a["suboptimality_mean"]
+                    row["subopt_[19]"] = base["suboptimality_mean"]
+                    for i, a in zip(iotas, alg, strict=True):
+                        row[f"acc_iota{i:g}"] = a["accuracy_mean"]
+                    row["acc_[19]"] = base["accuracy_mean"]
+                    row["smaller_iota_smaller_loss"] = order
+                    row["alg1_beats_[19]"] = f"{sum(beats)}/{len(beats)}"
+                    clear = sum(b and _clear(a, base, config.seeds) for a, b in zip(alg, beats, strict=True))
+                    row["clear_(2_se)"] = f"{clear}/{len(beats)}"
+                    row["gap_[19]_minus_best_alg1"] = gap
+                    rows.append(row)
+                table.extend(rows)
+                n_order = sum(r["smaller_iota_smaller_loss"] for r in rows)
+                n_beat = sum(int(r["alg1_beats_[19]"].split("/")[0]) for r in rows)
+                widening = sum(a > b for a, b in _pairs(gaps))
+                lines.append(
+                    f"{acc}, {dataset}, {reg}, {edges} edge(s): smaller ι gives smaller suboptimality (ι "
+                    f"{' < '.join(f'{i:g}' for i in iotas)} < 1) at {n_order} of {len(rows)} ε; Algorithm 1 beats "
+                    f"[19] in {n_beat} of {len(rows) * len(iotas)} (ε, ι) cases; gap [19] − best Alg. 1 by ε "
+                    + ", ".join(f"{e:g}: {g:.3g}" for e, g in zip(config.epsilons, gaps, strict=True))
+                    + f" (shrinks with ε in {widening} of {len(gaps) - 1} steps)."
+                )  # fmt: skip
     return table, lines
 
 
@@ -458,9 +467,10 @@ def _figure(path, result, reg: str, accounting: str):
     config = result.config
     eps_ref = CURVE_EPSILON[reg] if CURVE_EPSILON[reg] in config.epsilons else config.epsilons[-1]
     plt = pyplot()
-    fig, axes = plt.subplots(len(config.datasets), 4, figsize=(16, 3.3 * len(config.datasets)), squeeze=False)
+    datasets = [d for d, r in config.problems if r == reg]
+    fig, axes = plt.subplots(len(datasets), 4, figsize=(16, 3.3 * len(datasets)), squeeze=False)
     settings = [(i, e) for i in (*config.iotas, 1.0) for e in config.edges]
-    for row, dataset in zip(axes, config.datasets, strict=True):
+    for row, dataset in zip(axes, datasets, strict=True):
         for iota, edges in settings:
             label, ls = _label(iota, edges), ("-" if edges == config.edges[0] else "--")
             want = (dataset, reg, accounting, eps_ref, iota, edges)
@@ -504,12 +514,11 @@ def _compute(config: Config, *, jobs: int, progress) -> Liu2024Run:
         notes.append(note)
     progress(0, 1, "F* (precise solvers)")
     optimum, optimum_seconds = {}, {}
-    for dataset in config.datasets:
-        for reg in config.regularizers:
-            t0 = time.perf_counter()
-            optimum[(dataset, reg)] = reference_minimum(data[dataset][0], Regularizer(reg, STRENGTH))[1]
-            optimum_seconds[f"F* {dataset} {reg}"] = time.perf_counter() - t0
-            progress(0, 1, f"F* {dataset} {reg}: {optimum[(dataset, reg)]:.6g}")
+    for dataset, reg in config.problems:
+        t0 = time.perf_counter()
+        optimum[(dataset, reg)] = reference_minimum(data[dataset][0], Regularizer(reg, STRENGTH))[1]
+        optimum_seconds[f"F* {dataset} {reg}"] = time.perf_counter() - t0
+        progress(0, 1, f"F* {dataset} {reg}: {optimum[(dataset, reg)]:.6g}")
     sizes = {d: sum(len(s[1]) for s in data[d][0]) * data[d][0][0][0].shape[1] for d in config.datasets}
     tasks = _tasks(config, sizes)
     results = execute(_one_run, tasks, state={"config": config, "data": data}, jobs=jobs, progress=progress)
@@ -537,7 +546,7 @@ def _write(result: Liu2024Run, folder) -> dict:
     write_privacy_records(folder / "privacy", result.privacy)
     figures = {}
     for acc in result.config.accountings:
-        for reg in result.config.regularizers:
+        for reg in sorted({r for _, r in result.config.problems}, reverse=True):
             fig = "1–2" if reg == "l2" else "3–4"
             caption = f"Figs. {fig}, {reg}, {acc} accounting: suboptimality and test accuracy"
             figures[caption] = _figure(folder / f"fig_{reg}_{acc}.png", result, reg, acc)
