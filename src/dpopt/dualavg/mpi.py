@@ -38,6 +38,7 @@ class MPIComm:
             )
         self.nodes = np.array([self.rank])
         self.is_root = self.rank == 0
+        self._sending: list = []  # (request, buffer) of sends not yet known complete
 
     def exchange(self, sends: list, recvs: list) -> dict:
         requests, out = [], {}
@@ -53,8 +54,12 @@ class MPIComm:
             buffers[peer] = np.empty(size)
             requests.append(self.comm.Irecv(buffers[peer], source=peer, tag=7))
         outgoing = [np.concatenate([a.ravel() for a in arrays]) for arrays in by_peer_send.values()]
-        for peer, payload in zip(by_peer_send, outgoing, strict=True):
-            requests.append(self.comm.Isend(payload, dest=peer, tag=7))
+        # sends complete in the background: a rank waits for the messages it needs, not for its
+        # partner to have read its own (MPI keeps each pair's messages in order); collectives flush them
+        self._sending = [(r, buf) for r, buf in self._sending if not r.Test()] + [
+            (self.comm.Isend(payload, dest=peer, tag=7), payload)
+            for peer, payload in zip(by_peer_send, outgoing, strict=True)
+        ]
         self._wait(requests)
         for peer, items in by_peer_recv.items():
             offset = 0
@@ -79,17 +84,27 @@ class MPIComm:
                 time.sleep(nap)
                 nap = min(2.0 * nap, self.max_nap)
 
+    def _flush(self) -> None:
+        """Complete every send still in flight (before any collective, so none outlives the run)."""
+        if self._sending:
+            self._wait([r for r, _ in self._sending])
+            self._sending = []
+
     def allgather(self, local: np.ndarray) -> np.ndarray:
+        self._flush()
         parts = self.comm.allgather(np.ascontiguousarray(local))
         return np.concatenate(parts, axis=1)
 
     def allsum(self, value):
+        self._flush()
         return self.comm.allreduce(value, op=self._MPI.SUM)
 
     def broadcast(self, obj):
+        self._flush()
         return self.comm.bcast(obj, root=0)
 
     def barrier(self) -> None:
+        self._flush()
         self.comm.Barrier()
 
     def abort(self, code: int = 1) -> None:
