@@ -4,9 +4,13 @@ The table behind ``method="auto"`` (issue: defaults that never silently lose).
 For each data size and ε it fits every candidate method through
 :class:`dpopt.estimators.DPLogisticRegression` (``data_norm=1``: rows are
 scaled to ‖x‖₂ ≤ 1 by the loaders) and diffprivlib's ``LogisticRegression`` at
-the same ε and ``data_norm``, over ``--seeds`` seeds, and reports mean test
-accuracy.  Pure ε-DP methods are compared with δ = 0 (diffprivlib is pure
-ε-DP too); the (ε, δ) methods use δ = ``--delta``.
+the same ε and ``data_norm``, over ``--seeds`` seeds, and reports mean ± std
+test accuracy.  ``auto`` is ``method="auto"`` at δ = 0 (pure ε-DP, as
+diffprivlib), ``auto-delta`` the same at δ = ``--method-delta`` (1e-5), which
+the (ε, δ) methods use too; ``METHOD@MU`` fits METHOD with regularization MU.
+The closing table marks a cell ``<`` where auto's mean is more than one
+standard error (std/√seeds, of the difference) below diffprivlib's or below
+the majority class.
 
 Data (all offline):
 
@@ -17,7 +21,8 @@ Data (all offline):
 * ``adult``: the whole training split (32,561 rows).
 
 Usage: ``python benchmarks/bench_defaults.py [--sizes small adult-1k ...]
-[--epsilons 0.1 0.5 1 2 5] [--methods ...] [--seeds K] [--csv PATH]``.
+[--epsilons 0.1 0.5 1 2 5] [--methods ...] [--seeds K] [--csv PATH] [--quick]``
+(``--quick``: breast cancer and Adult 1k at ε ∈ {0.5, 5}, 2 seeds, about a minute).
 """
 
 from __future__ import annotations
@@ -37,7 +42,9 @@ from dpopt.estimators._dispatch import needs_delta
 
 SIZES = ("small", "adult-1k", "adult-5k", "adult")
 EPSILONS = (0.1, 0.5, 1.0, 2.0, 5.0)
-METHODS = ("auto", "dp-nag-opt", "dp-gd", "objpert", "outpert", "dp-sgd", "dp-blsgd")
+METHODS = ("auto", "auto-delta")
+#: the candidates the table was chosen from (``--methods`` takes any of them)
+CANDIDATES = ("dp-nag-opt", "dp-gd", "objpert", "outpert", "dp-sgd", "dp-blsgd")
 
 
 def datasets(sizes, seed: int = 0):
@@ -116,10 +123,12 @@ def main(argv=None) -> int:
     parser.add_argument("--methods", nargs="+", default=list(METHODS),
                         help="method names; METHOD@MU fits METHOD with regularization MU (a sweep)")
     parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--delta", type=float, default=0.0, help="δ for auto (0: pure ε-DP, as diffprivlib)")
-    parser.add_argument("--method-delta", type=float, default=1e-6, help="δ for the (ε, δ) methods")
+    parser.add_argument("--method-delta", type=float, default=1e-5, help="δ of auto-delta and the (ε, δ) methods")
     parser.add_argument("--csv", default=None)
+    parser.add_argument("--quick", action="store_true", help="breast cancer and Adult 1k, ε 0.5 and 5, 2 seeds")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.sizes, args.epsilons, args.seeds = ["small", "adult-1k"], [0.5, 5.0], 2
 
     rows = []
     for name, (train, (Xte, yte)) in datasets(args.sizes).items():
@@ -135,8 +144,9 @@ def main(argv=None) -> int:
                         est = fit_diffprivlib(eps, seed, train)
                     else:
                         name_, _, mu = method.partition("@")  # "objpert@3e-5": that regularization
-                        delta = args.delta if name_ == "auto" else (args.method_delta if needs_delta(name_) else 0)
-                        est = fit_dpopt(name_, eps, delta, seed, train, float(mu) if mu else None)
+                        approx = name_ == "auto-delta" or needs_delta(name_)
+                        est = fit_dpopt(name_.removesuffix("-delta"), eps, args.method_delta if approx else 0.0,
+                                        seed, train, float(mu) if mu else None)
                     accs.append(float(np.mean(est.predict(Xte) == yte)))
                 cells[method] = accs
                 seconds[method] = (time.process_time() - start) / args.seeds
@@ -146,10 +156,33 @@ def main(argv=None) -> int:
                     "accuracy_mean": float(np.mean(accs)), "accuracy_std": float(np.std(accs)),
                     "cpu_seconds": seconds.get(method, 0.0),
                 })
-            line = "  ".join(f"{m}={np.mean(a):.3f}" for m, a in cells.items())
+            line = "  ".join(f"{m}={np.mean(a):.3f}±{np.std(a):.3f}" for m, a in cells.items())
             print(f"{name:9s} n={n:6d} eps={eps:<4g} {line}", flush=True)
     write_csv(args.csv, rows)
+    print(summary(rows, [m for m in args.methods if m.startswith("auto")], args.seeds))
     return 0
+
+
+def summary(rows, autos, seeds: int) -> str:
+    """Markdown table: majority, diffprivlib and each auto (mean ± std) per data set and ε; ``<`` marks
+    an auto more than one standard error below diffprivlib or below the majority class."""
+    cell = {(r["data"], r["epsilon"], r["method"]): (r["accuracy_mean"], r["accuracy_std"]) for r in rows}
+    head = ["data", "n", "ε", "majority", "diffprivlib", *autos]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        if r["method"] != "majority":
+            continue
+        key = (r["data"], r["epsilon"])
+        dpl_mean, dpl_std = cell[(*key, "diffprivlib")]
+        out = [r["data"], str(r["n"]), f"{r['epsilon']:g}", f"{r['accuracy_mean']:.3f}",
+               f"{dpl_mean:.3f} ± {dpl_std:.3f}"]
+        for method in autos:
+            mean, std = cell[(*key, method)]
+            error = np.hypot(std, dpl_std) / np.sqrt(seeds)
+            low = mean < dpl_mean - error or mean < r["accuracy_mean"] - 1e-9
+            out.append(f"{mean:.3f} ± {std:.3f}{' <' if low else ''}")
+        lines.append("| " + " | ".join(out) + " |")
+    return "\n".join(lines)
 
 
 def write_csv(path, rows) -> None:

@@ -12,6 +12,8 @@ from dpopt.estimators import DPLogisticRegression, UtilityWarning
 from dpopt.estimators._auto import (
     APPROX_LEARNABLE_R,
     COUNT_SHARE,
+    dpsgd_plan,
+    dpsgd_regularization,
     PURE_LEARNABLE_S,
     choose,
     objpert_regularization,
@@ -35,12 +37,13 @@ def test_pure_budget_above_the_threshold_is_objective_perturbation_with_the_rate
 
 
 def test_approximate_budget_chooses_by_the_count_it_is_given():
-    # r = N*eps/d: 5k Adult rows at eps = 0.1 (r = 4.63) lost to the majority class; breast cancer at 0.5 (6.45) won.
+    # r = N*eps/d: 1k Adult rows at eps = 0.5 (r = 4.63) lost to the majority class; breast cancer at 0.5 (6.45) won.
     low = choose(n=5000, d=108, epsilon=0.1, delta=1e-5)
     assert low.method == "majority"
     assert "5000.0*0.1/108 = 4.63" in low.warning and f"< {APPROX_LEARNABLE_R:g}" in low.warning
     high = choose(n=398, d=31, epsilon=0.5, delta=1e-5)
-    assert high.method == "dp-blsgd" and high.warning is None and high.regularization > 0
+    assert high.method == "dp-sgd" and high.warning is None
+    assert high.regularization == pytest.approx(dpsgd_regularization(398 * 0.5 / 31))
 
 
 @pytest.fixture(scope="module")
@@ -107,12 +110,16 @@ def test_approximate_auto_releases_the_count_first_and_charges_it(breast_cancer)
     assert first.scale == pytest.approx(1.0 / (COUNT_SHARE * 2.0))
     assert est.count_["source"] == "laplace" and est.count_["epsilon"] == pytest.approx(COUNT_SHARE * 2.0)
     assert est.privacy_record()["count"] == est.count_
-    assert est.method_ == "dp-blsgd" and est.privacy_spent_["relation"] == "add_remove"
+    assert est.method_ == "dp-sgd" and est.privacy_spent_["relation"] == "add_remove"
     assert est.privacy_spent_["epsilon"] <= 2.0 and est.privacy_spent_["delta"] <= 1e-5
-    # the count is the method's public normalizer: DP-BLSGD releases no count of its own
+    # the count is the method's public normalizer: DP-SGD releases no count of its own, and its plan follows it
     assert sum(type(e).__name__ == "Laplace" for e in est.privacy_events_) == 1
-    normalizer = est.diagnostics_["problems"][0]["info"]["normalizer"]
-    assert normalizer == {"count": round(est.count_["count"]), "source": "declared"}
+    info = est.diagnostics_["problems"][0]["info"]
+    assert info["normalizer"] == {"count": round(est.count_["count"]), "source": "declared"}
+    eps = 2.0 * (1 - COUNT_SHARE)
+    plan = dpsgd_plan(est.count_["count"], 31, eps, dpsgd_regularization(est.count_["count"] * eps / 31))
+    assert info["steps"] == plan["steps"] and info["rate"] == pytest.approx(plan["rate"])
+    assert info["lr"] == pytest.approx(plan["lr"])
 
 
 def test_approximate_auto_below_the_threshold_is_the_private_majority_with_the_numbers(breast_cancer):
@@ -140,13 +147,15 @@ def test_approximate_choice_is_a_function_of_the_released_count_only(breast_canc
             return Normalizer(count, "noisy_count")
         return release
 
-    for count, expected in ((30.0, "majority"), (5000.0, "dp-blsgd")):
+    for count, expected in ((30.0, "majority"), (5000.0, "dp-sgd")):
         monkeypatch.setattr(budget, "laplace_count", fixed(count))
         fits = [_fit_approx((train[0][:rows], train[1][:rows]), 1.0, random_state=0,
-                            method_params={"max_iter": 1} if expected == "dp-blsgd" else None)
+                            method_params={"steps": 2} if expected == "dp-sgd" else None)
                 for rows in (398, 120)]
         assert [f.method_ for f in fits] == [expected, expected]
         assert fits[0].count_["count"] == fits[1].count_["count"] == count
+        assert fits[0].diagnostics_["problems"][0]["info"].get("rate") == fits[1].diagnostics_["problems"][0][
+            "info"].get("rate")
     assert seen == [398, 120, 398, 120]
 
 
@@ -166,6 +175,6 @@ def test_approximate_auto_shares_a_ledger_and_splits_one_vs_rest(breast_cancer):
     ledger = Ledger(2.0, 1e-5, "rdp")
     est = DPLogisticRegression(epsilon=1.5, delta=1e-5, data_norm=1.0, classes=[0, 1, 2], random_state=0,
                                ledger=ledger).fit(X, y3)
-    assert est.method_ == "dp-blsgd" and est.coef_.shape == (3, X.shape[1])
+    assert est.method_ == "dp-sgd" and est.coef_.shape == (3, X.shape[1])
     assert sum(type(e).__name__ == "Laplace" for e in ledger.events) == 1  # one count for the K problems
     assert ledger.spent().epsilon <= 1.5

@@ -54,7 +54,7 @@ from ..oracles import smallest_affordable_scale
 from ..privacy import equal_share
 from ..privacy import events as ev
 from ..result import Diagnostics
-from ._auto import COUNT_SHARE, approx_regularization, objpert_regularization
+from ._auto import COUNT_SHARE, dpsgd_plan, dpsgd_regularization, objpert_regularization
 from ._auto import choose as choose_auto
 from ._budget import open_fit
 from ._dispatch import (
@@ -295,6 +295,8 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
             method, regularization = self._plan(method, (size, Z.shape[1]), budget.epsilon / parts, delta / parts)
             if needs_delta(method):  # the released count is the method's public normalizer too
                 params.setdefault("n_public", max(1, round(size)))
+            if method == "dp-sgd":  # its measured plan (rate, steps) follows the count and ε
+                params = {**dpsgd_plan(size, Z.shape[1], budget.epsilon / parts, regularization), **params}
         else:  # replace-one: n is public
             method, regularization = self._plan(method, Z.shape, epsilon / parts, delta / parts)
             budget = open_fit(self.ledger, epsilon, delta, notion=notion_of(method, delta),
@@ -374,7 +376,7 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
             if choice.warning:
                 warnings.warn(choice.warning, UtilityWarning, stacklevel=3)
         if regularization is None:
-            regularization = _default_regularization(method, n * epsilon / d, delta)
+            regularization = _default_regularization(method, n * epsilon / d)
         return method, float(regularization)
 
     def privacy_record(self) -> dict:
@@ -428,13 +430,13 @@ def _pure_share(method: str, share) -> float:
     return 1.0 / smallest_affordable_scale(share, lambda s: ev.Exponential(1.0 / s), start=1.0 / share.epsilon)
 
 
-def _default_regularization(method: str, r: float, delta: float) -> float:
+def _default_regularization(method: str, r: float) -> float:
     """μ when ``regularization=None``: the measured rules of :mod:`._auto` at r = n·ε/d (n the
     public or released count), 1e-3 (chen2020 §5.1) where no rule was measured."""
     if method == "objpert":
         return objpert_regularization(r)
-    if _add_remove(method, delta):
-        return approx_regularization(r)
+    if method == "dp-sgd":
+        return dpsgd_regularization(r)
     return 1e-3
 
 
