@@ -11,6 +11,7 @@ from dpopt.datasets import load_sklearn
 from dpopt.estimators import DPLogisticRegression, UtilityWarning
 from dpopt.estimators._auto import (
     APPROX_LEARNABLE_R,
+    APPROX_SGD_R,
     COUNT_SHARE,
     dpsgd_plan,
     dpsgd_regularization,
@@ -37,13 +38,16 @@ def test_pure_budget_above_the_threshold_is_objective_perturbation_with_the_rate
 
 
 def test_approximate_budget_chooses_by_the_count_it_is_given():
-    # r = N*eps/d: 1k Adult rows at eps = 0.5 (r = 4.63) lost to the majority class; breast cancer at 0.5 (6.45) won.
+    # r = N*eps/d: 1k Adult rows at eps = 0.5 (r = 4.63) lost to the majority class; breast cancer at 0.5 (6.45)
+    # won with DP-BLSGD; from r = 100 on DP-SGD with its measured plan beat DP-BLSGD.
     low = choose(n=5000, d=108, epsilon=0.1, delta=1e-5)
     assert low.method == "majority"
     assert "5000.0*0.1/108 = 4.63" in low.warning and f"< {APPROX_LEARNABLE_R:g}" in low.warning
-    high = choose(n=398, d=31, epsilon=0.5, delta=1e-5)
-    assert high.method == "dp-sgd" and high.warning is None
-    assert high.regularization == pytest.approx(dpsgd_regularization(398 * 0.5 / 31))
+    middle = choose(n=398, d=31, epsilon=0.5, delta=1e-5)
+    assert middle.method == "dp-blsgd" and middle.warning is None
+    high = choose(n=32561, d=108, epsilon=0.5, delta=1e-5)
+    assert high.method == "dp-sgd" and high.warning is None and 32561 * 0.5 / 108 >= APPROX_SGD_R
+    assert high.regularization == pytest.approx(dpsgd_regularization(32561 * 0.5 / 108))
 
 
 @pytest.fixture(scope="module")
@@ -110,16 +114,24 @@ def test_approximate_auto_releases_the_count_first_and_charges_it(breast_cancer)
     assert first.scale == pytest.approx(1.0 / (COUNT_SHARE * 2.0))
     assert est.count_["source"] == "laplace" and est.count_["epsilon"] == pytest.approx(COUNT_SHARE * 2.0)
     assert est.privacy_record()["count"] == est.count_
-    assert est.method_ == "dp-sgd" and est.privacy_spent_["relation"] == "add_remove"
+    assert est.method_ == "dp-blsgd" and est.privacy_spent_["relation"] == "add_remove"
     assert est.privacy_spent_["epsilon"] <= 2.0 and est.privacy_spent_["delta"] <= 1e-5
-    # the count is the method's public normalizer: DP-SGD releases no count of its own, and its plan follows it
+    # the count is the method's public normalizer: DP-BLSGD releases no count of its own
     assert sum(type(e).__name__ == "Laplace" for e in est.privacy_events_) == 1
     info = est.diagnostics_["problems"][0]["info"]
     assert info["normalizer"] == {"count": round(est.count_["count"]), "source": "declared"}
+
+
+def test_explicit_dp_sgd_plans_with_the_released_count(breast_cancer):
+    train, _ = breast_cancer
+    est = DPLogisticRegression(epsilon=2.0, delta=1e-5, method="dp-sgd", data_norm=1.0, classes=[-1.0, 1.0],
+                               random_state=0).fit(*train)
+    info = est.diagnostics_["problems"][0]["info"]
     eps = 2.0 * (1 - COUNT_SHARE)
     plan = dpsgd_plan(est.count_["count"], 31, eps, dpsgd_regularization(est.count_["count"] * eps / 31))
     assert info["steps"] == plan["steps"] and info["rate"] == pytest.approx(plan["rate"])
     assert info["lr"] == pytest.approx(plan["lr"])
+    assert info["normalizer"] == {"count": round(est.count_["count"]), "source": "declared"}
 
 
 def test_approximate_auto_below_the_threshold_is_the_private_majority_with_the_numbers(breast_cancer):
@@ -175,6 +187,6 @@ def test_approximate_auto_shares_a_ledger_and_splits_one_vs_rest(breast_cancer):
     ledger = Ledger(2.0, 1e-5, "rdp")
     est = DPLogisticRegression(epsilon=1.5, delta=1e-5, data_norm=1.0, classes=[0, 1, 2], random_state=0,
                                ledger=ledger).fit(X, y3)
-    assert est.method_ == "dp-sgd" and est.coef_.shape == (3, X.shape[1])
+    assert est.method_ == "dp-blsgd" and est.coef_.shape == (3, X.shape[1])
     assert sum(type(e).__name__ == "Laplace" for e in ledger.events) == 1  # one count for the K problems
     assert ledger.spent().epsilon <= 1.5

@@ -55,6 +55,7 @@ __all__ = [
     "choose",
     "PURE_LEARNABLE_S",
     "APPROX_LEARNABLE_R",
+    "APPROX_SGD_R",
     "COUNT_SHARE",
     "objpert_regularization",
     "dpsgd_regularization",
@@ -73,6 +74,8 @@ DPSGD_RATE_RANGE = (0.05, 1.0)
 DPSGD_STEPS_RATE = 16.0
 DPSGD_STEPS_RANGE = (800, 6400)
 DPSGD_LR_FACTOR_MAX = 4.0
+#: from this r̂ on DP-SGD (with :func:`dpsgd_plan`) beat DP-BLSGD; below it DP-BLSGD was the better
+APPROX_SGD_R = 100.0
 #: share of an add/remove fit's ε spent on the released record count N̂ (Laplace, sensitivity 1)
 COUNT_SHARE = 0.02
 #: objective perturbation's best regularization was within ×3 of this constant over r
@@ -130,8 +133,10 @@ def choose(n: float, d: int, epsilon: float, delta: float) -> AutoChoice:
     """
     r = n * epsilon / d
     if delta > 0:
-        if r >= APPROX_LEARNABLE_R:
+        if r >= APPROX_SGD_R:
             return AutoChoice("dp-sgd", dpsgd_regularization(r), None)
+        if r >= APPROX_LEARNABLE_R:
+            return AutoChoice("dp-blsgd", None, None)
         return _majority(
             f"N*epsilon/d = {n:.1f}*{epsilon:g}/{d} = {r:.3g} < {APPROX_LEARNABLE_R:g} (N the record count released "
             f"first with {COUNT_SHARE:.0%} of the budget, epsilon what is left for one binary problem)",
