@@ -75,7 +75,7 @@ DPSGD_STEPS_RATE = 16.0
 DPSGD_STEPS_RANGE = (800, 6400)
 DPSGD_LR_FACTOR_MAX = 4.0
 #: from this r̂ on DP-SGD (with :func:`dpsgd_plan`) beat DP-BLSGD; below it DP-BLSGD was the better
-APPROX_SGD_R = 100.0
+APPROX_SGD_R = 20.0
 #: share of an add/remove fit's ε spent on the released record count N̂ (Laplace, sensitivity 1)
 COUNT_SHARE = 0.02
 #: objective perturbation's best regularization was within ×3 of this constant over r
