@@ -13,10 +13,10 @@ from dpopt.estimators._auto import (
     APPROX_LEARNABLE_R,
     APPROX_SGD_R,
     COUNT_SHARE,
-    dpsgd_plan,
-    dpsgd_regularization,
     PURE_LEARNABLE_S,
     choose,
+    dpsgd_plan,
+    dpsgd_regularization,
     objpert_regularization,
 )
 
@@ -85,18 +85,24 @@ def test_small_budget_warns_and_large_budget_learns(breast_cancer):
     assert est.method_ == "objpert" and est.score(*test) > 0.75
 
 
-def test_dpopt_fit_prints_the_utility_warning_with_the_numbers(tmp_path, capsys):
+@pytest.mark.parametrize(("delta", "numbers"), [
+    ("0", "60*0.01/3^2 = 0.0667"),
+    ("1e-5", r"N*epsilon/d = "),
+])
+def test_dpopt_fit_prints_the_utility_warning_with_the_numbers(tmp_path, capsys, delta, numbers):
     from dpopt.cli import main
 
     rng = np.random.default_rng(0)
     lines = ["a,b,label"] + [f"{x:.3f},{z:.3f},{'yes' if x > z else 'no'}" for x, z in rng.random((60, 2))]
     (tmp_path / "d.csv").write_text("\n".join(lines) + "\n")
     code = main(["fit", "--data", str(tmp_path / "d.csv"), "--target", "label", "--epsilon", "0.01",
-                 "--bounds", "a=0:1", "b=0:1", "--classes", "no,yes",
+                 "--delta", delta, "--bounds", "a=0:1", "b=0:1", "--classes", "no,yes", "--seed", "0",
                  "--out", str(tmp_path / "m.json"), "--quiet"])
     err = capsys.readouterr().err
     assert code == 0
-    assert "dpopt fit: utility warning: the budget is too small" in err and "60*0.01/3^2 = 0.0667" in err
+    assert "dpopt fit: utility warning: the budget is too small" in err and numbers in err
+    if delta != "0":
+        assert "/3 = " in err and "N the record count released first with 2% of the budget" in err
 
 
 def _fit_approx(train, epsilon, **kw):

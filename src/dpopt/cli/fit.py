@@ -67,14 +67,16 @@ def register(sub) -> None:
         "--method",
         default="auto",
         metavar="M",
-        help="optimizer: auto (dp-nag-opt when delta = 0, dp-blsgd when delta > 0) or one of "
+        help="optimizer: auto (the measured table: objpert or the private majority when delta = 0; "
+        "dp-sgd, dp-blsgd or the private majority by a released record count when delta > 0) or one of "
         "dp-gd dp-hb dp-nag dp-nag-opt dp-masg dp-masg-opt (pure ε-DP), dp-blsgd dp-blgd dp-blsgd-ac dp-sgd "
         "dp-agd (need --delta > 0), objpert outpert",
     )
     p.add_argument("--model", default="logistic", metavar="KIND", help="logistic (default) or huber-svc")
     p.add_argument(
         "--regularization", type=float, default=None, metavar="LAMBDA",
-        help="L2 penalty mu (default: 0.08*d/(n*epsilon) in [1e-5, 3e-3] for objpert, 0.001 otherwise)",
+        help="L2 penalty mu (default: 0.08*d/(n*epsilon) in [1e-5, 3e-3] for objpert, 0.01*d/(N*epsilon) in "
+        "[1e-5, 1e-3] for dp-sgd with N a released count, 0.001 otherwise)",
     )
     p.add_argument("--seed", type=int, help="seed of the privacy noise (default: OS entropy, for real releases)")
     p.add_argument(

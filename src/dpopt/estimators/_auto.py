@@ -3,7 +3,9 @@
 The table is ``benchmarks/bench_defaults.py`` (test accuracy of every method
 against IBM diffprivlib's ``LogisticRegression`` and the majority class at
 ε ∈ {0.1, 0.5, 1, 2, 5} on 398 rows of breast-cancer data and on 1,000, 5,000
-and 32,561 rows of UCI Adult; ``regularization_sweep`` in the same file).
+and 32,561 rows of UCI Adult; ``METHOD@MU`` entries sweep the regularization)
+and ``benchmarks/bench_dpsgd_defaults.py`` (DP-SGD over epochs, rate, step size
+and μ).
 What it showed, with r = n·ε/d the records per coordinate of budget (n rows,
 d coefficients including the intercept, ε the budget of one binary problem):
 
@@ -22,23 +24,32 @@ d coefficients including the intercept, ε the budget of one binary problem):
   below the majority class too on every such Adult cell; there ``auto`` returns the
   majority class chosen by the exponential mechanism (wrong with probability
   ≈ exp(−ε·gap/2) for a count gap between the classes) and warns.
-* **(ε, δ)-DP (δ > 0).**  DP-BLSGD was the most accurate (ε, δ) method on every
-  cell where any method beat the majority class; where r ≤ 4.63 (Adult 1k at
-  ε ≤ 0.5, 5k at ε = 0.1) it fell below the majority class (0.649, 0.762 and
-  0.757 against 0.764), at r ≥ 6.4 it beat it everywhere (breast cancer at
-  ε = 0.5: 0.720 against 0.608).  The threshold is r = 6.  These methods'
-  relation is add/remove, under which n is private (it differs between
-  neighbours), so the choice may not read n: the estimator first *releases*
-  the count, N̂ = n + Lap(1/ε_c) with ε_c = :data:`COUNT_SHARE`·ε (sensitivity
-  1, charged to the fit's ledger), and the method runs on the rest
-  (1 − COUNT_SHARE)·ε by basic composition.  The choice, the regularization and
-  the method's public normalizer (its ``n_public``) are then functions of N̂,
-  d, ε and δ only: released or public quantities.  Where r̂ = N̂·ε/d < 6 the
-  fit is the private majority class (the exponential mechanism, pure ε-DP under
-  add/remove too) with a :class:`UtilityWarning` stating N̂, d and ε.  The
-  count's noise flips the choice only near the threshold, where both choices
-  scored alike (at Adult 5k, ε = 0.1, r = 4.63, the flip needs Lap > 1,480
-  records: probability 0.5·e^{−2.96} ≈ 2.6 % at ε_c = 0.002).
+* **(ε, δ)-DP (δ > 0).**  These methods' relation is add/remove, under which
+  n is private (it differs between neighbours), so the choice may not read n:
+  the estimator first *releases* the count, N̂ = n + Lap(1/ε_c) with
+  ε_c = :data:`COUNT_SHARE`·ε (sensitivity 1, charged to the fit's ledger),
+  and the method runs on the rest (1 − COUNT_SHARE)·ε by basic composition.
+  The choice, the regularization, DP-SGD's plan and the method's public
+  normalizer (its ``n_public``) are then functions of N̂, d, ε and δ only:
+  released or public quantities.  With r̂ = N̂·ε/d:
+
+  - r̂ < 6: the private majority class (the exponential mechanism, pure ε-DP
+    under add/remove too) with a :class:`UtilityWarning` stating N̂, ε and d.
+    Every (ε, δ) method fell below the majority class at r ≤ 4.63 (DP-BLSGD
+    on Adult 1k at ε = 0.1 and 0.5, 5k at ε = 0.1: 0.649, 0.762, 0.757
+    against 0.764) and beat it at r ≥ 6.4 (breast cancer at ε = 0.5).
+  - 6 ≤ r̂ < 20: DP-BLSGD (chen2020 Algorithm 2, its own defaults, μ = 1e-3),
+    the steadier method there (breast cancer at ε = 1, r = 12.6: 0.751 against
+    DP-SGD's 0.683; Adult 1k at ε = 1: 0.786 against 0.736).
+  - r̂ ≥ 20: DP-SGD with the measured plan of :func:`dpsgd_plan` and μ of
+    :func:`dpsgd_regularization`, the most accurate (ε, δ) method on every such
+    cell (breast cancer at ε = 5: 0.897 against DP-BLSGD's 0.731; Adult 1k at
+    ε = 5: 0.812 against 0.787; full Adult at ε = 5: 0.844 against 0.821 and
+    diffprivlib's 0.842) and 2–4× cheaper than DP-BLSGD there.
+
+  The count's noise flips the choice only near a threshold, where both
+  choices scored alike (at Adult 5k, ε = 0.1, r = 4.63, the flip needs
+  Lap > 1,480 records: probability 0.5·e^{−2.96} ≈ 2.6 % at ε_c = 0.002).
 
 For the pure methods the relation is replace-one, under which n is public, so
 choosing by r reveals nothing the guarantee does not already assume.
@@ -74,7 +85,7 @@ DPSGD_RATE_RANGE = (0.05, 1.0)
 DPSGD_STEPS_RATE = 16.0
 DPSGD_STEPS_RANGE = (800, 6400)
 DPSGD_LR_FACTOR_MAX = 4.0
-#: from this r̂ on DP-SGD (with :func:`dpsgd_plan`) beat DP-BLSGD; below it DP-BLSGD was the better
+#: from this r̂ on DP-SGD (with :func:`dpsgd_plan`) beat DP-BLSGD; below it DP-BLSGD was the steadier
 APPROX_SGD_R = 20.0
 #: share of an add/remove fit's ε spent on the released record count N̂ (Laplace, sensitivity 1)
 COUNT_SHARE = 0.02

@@ -457,8 +457,9 @@ class DPLogisticRegression(_DPLinearClassifier):
         line-search family and DP-SGD/DP-AGD need ``delta > 0``.
     method:
         ``"auto"`` (the measured table of :mod:`dpopt.estimators._auto`: when ``delta > 0``,
-        ``"dp-blsgd"`` where N̂·ε/d ≥ 6 for the count N̂ released first with 2 % of ε, else
-        the private majority class with a :class:`UtilityWarning`; when ``delta = 0``,
+        with r = N̂·ε/d for the count N̂ released first with 2 % of ε, ``"dp-sgd"`` (its
+        measured plan) where r ≥ 20, ``"dp-blsgd"`` where 6 ≤ r < 20, else the private
+        majority class with a :class:`UtilityWarning`; when ``delta = 0``,
         ``"objpert"`` with regularization following n·ε/d, or the private majority class with
         a :class:`UtilityWarning` when n·ε/d² < 0.3) or one
         of ``dp-gd, dp-hb, dp-nag, dp-nag-opt, dp-masg, dp-masg-opt`` (kuru2022,
@@ -470,9 +471,10 @@ class DPLogisticRegression(_DPLinearClassifier):
         Declared ``(lower, upper)`` per feature (scalars broadcast); values are
         clipped into the box.  Used for the row bound when ``data_norm`` is None.
     regularization:
-        μ of the (μ/2)‖w‖² penalty.  ``None`` (default): 0.08·d/(n·ε) clipped to
-        [1e-5, 3e-3] for objective perturbation (the measured rule of
-        :mod:`dpopt.estimators._auto`), 0.001 (chen2020 §5.1) for the other methods.
+        μ of the (μ/2)‖w‖² penalty.  ``None`` (default): the measured rules of
+        :mod:`dpopt.estimators._auto` — 0.08·d/(n·ε) clipped to [1e-5, 3e-3] for objective
+        perturbation, 0.01·d/(N̂·ε) clipped to [1e-5, 1e-3] for DP-SGD (N̂ the released
+        count) — and 0.001 (chen2020 §5.1) for the other methods.
     fit_intercept:
         Learn an intercept (an extra constant feature inside the norm bound).
     method_params:
