@@ -61,7 +61,7 @@ def test_diagnostics_split_the_objective_into_loss_and_regularizer():
     net = mlp(4, [5], seed=1)
     X, y = torch.rand(30, 1, 4, 4), torch.randint(0, 10, (30,))
     out = diagnostics(net, (X, y), (X, y), l2=0.5)
-    norm = sum(float(p.square().sum()) for p in net.parameters())
+    norm = sum(float(p.detach().square().sum()) for p in net.parameters())
     assert out["regularizer"] == pytest.approx(0.25 * norm)
     assert out["loss"] == pytest.approx(float(torch.nn.functional.cross_entropy(net(X), y)), rel=1e-6)
     assert out["objective"] == pytest.approx(out["loss"] + out["regularizer"])
