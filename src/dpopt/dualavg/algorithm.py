@@ -325,9 +325,11 @@ def run_block(cfg: Config, comm, shards: list, state: NodeState, stop: int, roun
     sched, reg = cfg.schedule, cfg.regularizer
     p = cfg.activation_rate
     public = state.public[0]
+    ts = np.arange(first, stop + 2)  # the block's a_t, A_t and γ_t, computed once; entry t − first
+    a_of, A_of, gamma_of = (f(ts).tolist() for f in (sched.a, sched.A, sched.gamma_at))
     for t in range(first, stop + 1):
-        a_t = float(sched.a(t))
-        c_next, g_next = p * float(sched.A(t + 1)), float(sched.gamma_at(t + 1))
+        a_t, A_t = a_of[t - first], A_of[t - first]
+        c_next, g_next = p * A_of[t + 1 - first], gamma_of[t + 1 - first]
         all_active, edges = _plan(cfg, public)
         kk, rr = np.nonzero(all_active[:, nodes].T)  # sender-major: each node's active repetitions together
         # the active (repetition, node) rows: a view when all nodes of the one repetition are active
@@ -356,8 +358,7 @@ def run_block(cfg: Config, comm, shards: list, state: NodeState, stop: int, roun
                     mixed = mixed + w[:, k, None] * gathered[:, k]
                 state.z[er, local_index[node[er, es]]] = mixed
         if len(kk):  # the running average's lazy term, then the prox step (6)
-            A = sched.A
-            state.acc[sel] += (float(A(t)) - A(state.since[sel] - 1))[:, None] * state.x[sel]
+            state.acc[sel] += (A_t - sched.A(state.since[sel] - 1))[:, None] * state.x[sel]
             state.since[sel] = t + 1
             state.x[sel] = reg.argmin(state.z[sel], c_next, g_next)
         state.t = t

@@ -369,8 +369,8 @@ class PrepaidGaussianRounds:
             s._last = round_index
             s._rng.standard_normal(out=noise[lo : lo + c])
             lo += c
-        sigmas = np.array([s.sigma for s in sessions])
-        if np.all(sigmas == sigmas[0]):
+        sigmas = [s.sigma for s in sessions]
+        if sigmas.count(sigmas[0]) == len(sigmas):
             noise *= sigmas[0]
         else:
             noise *= np.repeat(sigmas, counts).reshape((-1,) + (1,) * (value.ndim - 1))
