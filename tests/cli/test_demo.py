@@ -82,12 +82,13 @@ def test_each_saved_event_log_is_rechecked_by_dpopt_account(demo):
     record = json.loads(log.read_text())
     done = dpopt("account", "--events", str(log), "--delta", str(record["delta"]), "--json", cwd=cwd)
     assert done.returncode == 0, done.stderr
-    rdp = next(r for r in json.loads(done.stdout)["results"] if r["accountant"] == "rdp")
-    # The same events through the same accountant (its order grid may differ slightly from the ledger's).
-    assert rdp["epsilon"] == pytest.approx(record["epsilon"], rel=1e-2)
-    assert rdp["epsilon"] <= 0.4 * (1 + 1e-6)
+    assert record["notion"] == "pld"  # DP-SGD calibrates by the tightest accountant
     pld = next(r for r in json.loads(done.stdout)["results"] if r["accountant"] == "pld")
-    assert pld["epsilon"] < rdp["epsilon"]  # the tighter accountant, shown beside it
+    # The same events through the same accountant (its grid may be finer than the ledger's).
+    assert pld["epsilon"] == pytest.approx(record["epsilon"], rel=1e-2)
+    assert pld["epsilon"] <= 0.4 * (1 + 1e-6)
+    rdp = next(r for r in json.loads(done.stdout)["results"] if r["accountant"] == "rdp")
+    assert pld["epsilon"] < rdp["epsilon"]  # RDP, shown beside it, would have needed more noise
 
 
 def test_bad_input_is_one_line_and_exit_code_2(tmp_path):

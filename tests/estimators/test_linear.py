@@ -6,7 +6,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import MinMaxScaler
 
 from dpopt.estimators import DPHuberSVC, DPLogisticRegression, PrivacyLeakWarning
-from dpopt.privacy import BudgetExceededError, Ledger, PureDPAccountant, RDPAccountant
+from dpopt.privacy import BudgetExceededError, Ledger, PLDAccountant, PureDPAccountant, RDPAccountant
+from dpopt.privacy.calibration import RUN_DISCRETIZATION
 
 # The label set is declared in most tests; its absence is tested in test_release.py.
 pytestmark = pytest.mark.filterwarnings("ignore:classes was not given:dpopt.estimators.PrivacyLeakWarning")
@@ -48,7 +49,9 @@ def test_fit_predict_and_privacy_record(data, method, delta):
     assert np.array_equal(est.predict(Xte), est.classes_[(proba[:, 1] > 0.5).astype(int)])
     spent = est.privacy_spent_
     assert spent["epsilon"] <= 2.0 * (1 + 1e-9)
-    accountant = PureDPAccountant() if spent["notion"] == "pure" else RDPAccountant()
+    accountant = {"pure": PureDPAccountant(), "pld": PLDAccountant(RUN_DISCRETIZATION)}.get(
+        spent["notion"], RDPAccountant())
+    assert spent["notion"] == {"dp-sgd": "pld", "dp-blsgd": "rdp", "dp-agd": "zcdp"}.get(method, "pure")
     for e in est.privacy_events_:
         accountant.compose(e)
     replayed = accountant.get_epsilon() if spent["notion"] == "pure" else accountant.get_epsilon(delta)

@@ -18,6 +18,7 @@ coefficients at n = 4 (the engine of :mod:`dpopt.privacy.audit`).
 
 from __future__ import annotations
 
+import functools
 import json
 import warnings
 
@@ -28,9 +29,17 @@ from dpopt.estimators import METHODS, DPHuberSVC, DPLogisticRegression, PrivacyL
 from dpopt.estimators import linear as linear_module
 from dpopt.estimators._dispatch import ACCELERATED, needs_delta, notion_of, relation_of
 from dpopt.estimators.persist import model_to_dict
-from dpopt.privacy import BudgetExceededError, Ledger, PureDPAccountant, RDPAccountant, ZCDPAccountant
+from dpopt.privacy import (
+    BudgetExceededError,
+    Ledger,
+    PLDAccountant,
+    PureDPAccountant,
+    RDPAccountant,
+    ZCDPAccountant,
+)
 from dpopt.privacy import events as ev
 from dpopt.privacy.audit import AuditTarget, audit
+from dpopt.privacy.calibration import RUN_DISCRETIZATION
 from dpopt.result import NON_PRIVATE, Diagnostics
 
 N, D = 40, 3
@@ -339,8 +348,10 @@ def test_audit_of_released_coefficients_passes_and_a_twin_with_half_the_noise_fa
 def test_replay_accountants_agree_with_every_notion():
     """The record of each notion replays with its accountant (the log is the record)."""
     X, y = _data()
-    for method, accountant in (("dp-gd", PureDPAccountant), ("dp-sgd", RDPAccountant), ("dp-agd", ZCDPAccountant)):
-        est, _ = _fit(DPLogisticRegression, method, X, y, classes=CLASSES, data_norm=1.0)
+    pld = functools.partial(PLDAccountant, RUN_DISCRETIZATION)
+    for method, accountant, option in (("dp-gd", PureDPAccountant, None), ("dp-sgd", pld, None),
+                                       ("dp-sgd", RDPAccountant, "rdp"), ("dp-agd", ZCDPAccountant, None)):
+        est, _ = _fit(DPLogisticRegression, method, X, y, classes=CLASSES, data_norm=1.0, accountant=option)
         acc = accountant()
         for e in est.privacy_events_:
             acc.compose(e)

@@ -26,7 +26,8 @@ from sklearn.utils.estimator_checks import check_estimator
 
 from dpopt.estimators import DPHuberSVC, DPLogisticRegression, DPMLPClassifier
 from dpopt.estimators.linear import SKLEARN_DP_EXCEPTIONS
-from dpopt.privacy import PureDPAccountant, RDPAccountant
+from dpopt.privacy import PLDAccountant, PureDPAccountant, RDPAccountant
+from dpopt.privacy.calibration import RUN_DISCRETIZATION
 
 ESTIMATORS = (DPLogisticRegression, DPHuberSVC)
 # Skips that depend on the environment, not on the estimator.
@@ -169,7 +170,7 @@ def test_one_vs_rest_spends_the_total_budget(three_classes, method, delta):
     assert spent["epsilon"] <= 2.0 * (1 + 1e-9) and spent["delta"] <= delta * (1 + 1e-9)
     # One ledger for the fit: its log holds the three runs' events, and an accountant replays the reported epsilon.
     assert len(est.diagnostics_["problems"]) == 3
-    acc = PureDPAccountant() if spent["notion"] == "pure" else RDPAccountant()
+    acc = {"pure": PureDPAccountant(), "pld": PLDAccountant(RUN_DISCRETIZATION)}.get(spent["notion"], RDPAccountant())
     for e in est.privacy_events_:
         acc.compose(e)
     replayed = acc.get_epsilon() if spent["notion"] == "pure" else acc.get_epsilon(spent["delta"])

@@ -11,10 +11,15 @@ from dpopt.linesearch import baselines as B
 from dpopt.linesearch.baselines._common import solve_erm
 from dpopt.linesearch.baselines.dp_agd import DPAGDHyper, initial_budgets, step_grid
 from dpopt.linesearch.model import LinearModel
-from dpopt.privacy import Ledger, RDPAccountant, ZCDPAccountant
+from dpopt.privacy import Ledger, PLDAccountant, ZCDPAccountant
 from dpopt.privacy import events as ev
 from dpopt.privacy import mechanisms as mech
-from dpopt.privacy.calibration import calibrate_gaussian_sigma
+from dpopt.privacy.calibration import (
+    RUN_DISCRETIZATION,
+    analytic_gaussian_sigma,
+    calibrate_gaussian_sigma,
+    gaussian_delta,
+)
 from dpopt.privacy.zcdp import rho_from_epsilon_delta, zcdp_rho
 from dpopt.result import DPResult
 
@@ -55,25 +60,46 @@ def _replay(result: DPResult, accountant: str, epsilon: float, delta: float, rel
 
 
 # -- DP-SGD (Abadi et al. 2016) ------------------------------------------------------------
-def test_dp_sgd_charges_one_subsampled_gaussian_per_step(logistic):
-    res = B.dp_sgd(logistic, epsilon=0.5, delta=DELTA, rng=3, steps=40, rate=0.2, c_grad=2.0)
-    sigma = calibrate_gaussian_sigma(0.5, DELTA, steps=40, rate=0.2, sensitivity=2.0)
+@pytest.mark.parametrize("accountant", ["rdp", "pld"])
+def test_dp_sgd_charges_one_subsampled_gaussian_per_step(logistic, accountant):
+    res = B.dp_sgd(logistic, epsilon=0.5, delta=DELTA, rng=3, steps=40, rate=0.2, c_grad=2.0, accountant=accountant)
+    sigma = res.info["sigma"]
     expected = ev.Subsampled(ev.Gaussian(sigma, 2.0), 0.2, "poisson")
     assert res.method == "dp-sgd" and res.nit == 40
     assert res.events == [expected] * 40
-    assert res.info["sigma"] == pytest.approx(sigma, rel=1e-12)
-    assert res.privacy.notion == "rdp" and res.relation == "add_remove" and res.guarantee == "exact"
+    rdp_sigma = calibrate_gaussian_sigma(0.5, DELTA, steps=40, rate=0.2, sensitivity=2.0)
+    if accountant == "rdp":
+        assert sigma == pytest.approx(rdp_sigma, rel=1e-9)
+    else:  # the tighter accountant needs less noise for the same guarantee
+        assert sigma < 0.97 * rdp_sigma
+        check = PLDAccountant(RUN_DISCRETIZATION).compose(ev.SelfComposed(expected, 40)).get_epsilon(DELTA)
+        assert check <= 0.5
+    assert res.privacy.notion == accountant and res.relation == "add_remove" and res.guarantee == "exact"
     _within(res, 0.5, DELTA)
     # the calibration uses the budget: the spent epsilon is the target up to the root tolerance
     assert res.privacy.epsilon == pytest.approx(0.5, rel=1e-6)
-    assert _replay(res, "rdp", 0.5, DELTA, "add_remove").epsilon == pytest.approx(res.privacy.epsilon, rel=1e-12)
+    replayed = _replay(res, accountant if accountant == "rdp" else PLDAccountant(RUN_DISCRETIZATION), 0.5, DELTA,
+                       "add_remove")
+    assert replayed.epsilon == pytest.approx(res.privacy.epsilon, rel=1e-12)
+
+
+def test_dp_sgd_defaults_to_the_tightest_accountant_the_ledger_allows(logistic):
+    assert B.dp_sgd(logistic, epsilon=1.0, delta=DELTA, rng=0, steps=5).privacy.notion == "pld"
+    rdp_ledger = Ledger(1.0, DELTA, "rdp")  # a Rényi ledger would refuse a PLD-calibrated run's tail
+    info = B.dp_sgd(logistic, ledger=rdp_ledger, rng=0, steps=5).info
+    assert info["sigma"] == pytest.approx(
+        calibrate_gaussian_sigma(1.0, DELTA, steps=5, rate=0.1, sensitivity=info["c_grad"]), rel=1e-9)
+    with pytest.raises(ValueError, match="accountant"):
+        B.dp_sgd(logistic, epsilon=1.0, delta=DELTA, rng=0, steps=5, accountant="zcdp")
 
 
 def test_dp_sgd_full_batch_is_not_amplified(logistic):
     res = B.dp_sgd(logistic, epsilon=1.0, delta=DELTA, rng=0, steps=5, rate=1.0)
     assert all(isinstance(e, ev.Gaussian) for e in res.events) and len(res.events) == 5
-    spent = RDPAccountant().compose(ev.SelfComposed(res.events[0], 5)).get_epsilon(DELTA)
+    spent = PLDAccountant(RUN_DISCRETIZATION).compose(ev.SelfComposed(res.events[0], 5)).get_epsilon(DELTA)
     assert spent <= 1.0 * (1 + 1e-9)
+    # five full-batch Gaussians are one Gaussian of σ/√5: its exact δ at ε = 1 is within the budget
+    assert gaussian_delta(res.info["sigma"] / math.sqrt(5), 1.0, res.info["c_grad"]) <= DELTA
 
 
 def test_dp_sgd_noise_scale_on_a_zero_gradient_model():
@@ -268,8 +294,11 @@ def test_outpert_adds_the_calibrated_noise_to_the_minimizer(logistic, noise):
     replay = Ledger(100.0, DELTA, "rdp")
     rng = np.random.default_rng(9)
     if noise == "gaussian":
-        sigma = calibrate_gaussian_sigma(eps, DELTA, steps=1, rate=1.0, sensitivity=sens)
-        assert res.events == [ev.Gaussian(sigma, sens)] and res.privacy.notion == "rdp"
+        sigma = res.info["noise_scale"]  # by PLD (the default): the exact Gaussian curve up to its grid
+        assert res.events == [ev.Gaussian(sigma, sens)] and res.privacy.notion == "pld"
+        assert gaussian_delta(sigma, eps, sens) <= DELTA
+        assert analytic_gaussian_sigma(eps, DELTA, sens) <= sigma < 1.01 * analytic_gaussian_sigma(eps, DELTA, sens)
+        assert sigma < calibrate_gaussian_sigma(eps, DELTA, steps=1, rate=1.0, sensitivity=sens)
         expected = mech.gaussian(x_hat, sensitivity=sens, sigma=sigma, ledger=replay, rng=rng)
     else:
         assert res.events == [ev.VectorLaplace(sens / eps, sens)] and res.privacy.notion == "pure"

@@ -28,7 +28,9 @@ def test_dp_sgd_epsilon_equals_opacus(q, z, steps, delta):
     assert ours.get_epsilon(delta) <= eps_theirs * (1 + 1e-9)
 
 
-def test_train_default_ledger_matches_opacus_for_dp_sgd():
+@pytest.mark.parametrize("accountant", ["rdp", None])
+def test_train_ledger_matches_opacus_rdp_and_dp_accounting_pld_for_dp_sgd(accountant):
+    import dp_accounting as dpa
     import torch
     from torch import nn
 
@@ -38,8 +40,17 @@ def test_train_default_ledger_matches_opacus_for_dp_sgd():
     X, y = rng.normal(size=(100, 3)).astype(np.float32), rng.integers(0, 2, 100)
     torch.manual_seed(0)
     out = train(nn.Linear(3, 2), (X, y), method="dp-sgd", n_public=100, epsilon=50.0, delta=1e-5, steps=20,
-                batch_rate=0.05, noise_multiplier=0.9, seed=0)
+                batch_rate=0.05, noise_multiplier=0.9, seed=0, accountant=accountant)
     theirs = opacus_rdp.compute_rdp(q=0.05, noise_multiplier=0.9, steps=20, orders=OpacusRDP.DEFAULT_ALPHAS)
     eps_theirs, _ = opacus_rdp.get_privacy_spent(orders=OpacusRDP.DEFAULT_ALPHAS, rdp=theirs, delta=1e-5)
     assert out.result.epsilon <= eps_theirs * (1 + 1e-9)
-    assert out.result.epsilon == pytest.approx(eps_theirs, rel=1e-3)
+    if accountant == "rdp":
+        assert out.result.privacy.notion == "rdp"
+        assert out.result.epsilon == pytest.approx(eps_theirs, rel=1e-3)
+        return
+    # the default is the PLD accountant: dp-accounting's PLD value, well below RDP's
+    assert out.result.privacy.notion == "pld"
+    event = dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(0.05, dpa.GaussianDpEvent(0.9)), 20)
+    eps_pld = dpa.pld.PLDAccountant(value_discretization_interval=1e-4).compose(event).get_epsilon(1e-5)
+    assert out.result.epsilon == pytest.approx(eps_pld, rel=5e-3)
+    assert out.result.epsilon < 0.9 * eps_theirs

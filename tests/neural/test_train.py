@@ -9,8 +9,9 @@ from torch import nn
 
 from dpopt.neural import TorchModel, train
 from dpopt.neural.methods import NeuralHyper, iteration_event, make_oracle
-from dpopt.privacy import Ledger, RDPAccountant
+from dpopt.privacy import Ledger, PLDAccountant, RDPAccountant
 from dpopt.privacy import events as ev
+from dpopt.privacy.calibration import RUN_DISCRETIZATION
 from dpopt.privacy.rdp import DENSE_ORDERS
 
 
@@ -37,8 +38,10 @@ def test_methods_spend_the_budget_they_report_and_learn(method):
     assert result.nit == 60 and result.info["stop"] == "completed"
     assert result.epsilon <= 3.0 * (1 + 1e-9)
     assert result.epsilon > 2.9  # calibrated to use the budget
-    replay = RDPAccountant(DENSE_ORDERS).compose(ev.Composed(result.events)).get_epsilon(1e-5)
+    assert result.privacy.notion == "pld"  # the default: the tightest accountant
+    replay = PLDAccountant(RUN_DISCRETIZATION).compose(ev.Composed(result.events)).get_epsilon(1e-5)
     assert replay == pytest.approx(result.epsilon, rel=1e-12)
+    assert RDPAccountant(DENSE_ORDERS).compose(ev.Composed(result.events)).get_epsilon(1e-5) > result.epsilon
     assert np.all(np.diff(history["epsilon"]) > 0)
     accuracy = (net(torch.from_numpy(X)).argmax(1).numpy() == y).mean()
     assert accuracy > 0.75

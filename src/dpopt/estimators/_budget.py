@@ -27,6 +27,7 @@ import copy
 
 from ..oracles import Normalizer, laplace_count
 from ..privacy import BudgetExceededError, Ledger, equal_share
+from ..privacy.calibration import run_accountant
 from ..privacy.mechanisms import check_ledger
 
 __all__ = ["FitBudget", "open_fit"]
@@ -73,7 +74,8 @@ def open_fit(ledger, epsilon: float, delta: float, *, notion: str, relation: str
     checks of rule 1 of the module docstring, then a staging copy of ``ledger``.
     """
     if ledger is None:
-        fresh = Ledger(epsilon, 0.0 if notion == "pure" else delta, notion, relation=relation)
+        accountant = run_accountant("pld") if notion == "pld" else notion  # the grid the family calibrates at
+        fresh = Ledger(epsilon, 0.0 if notion == "pure" else delta, accountant, relation=relation)
         return FitBudget(fresh, fresh, fresh, epsilon, 0.0 if notion == "pure" else delta)
     check_ledger(ledger, relation, why=" for this method's guarantee")
     if notion != "pure" and ledger.notion == "pure":

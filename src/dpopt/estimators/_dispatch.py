@@ -19,6 +19,7 @@ from ..result import DPResult
 
 __all__ = [
     "ACCELERATED",
+    "CALIBRATED",
     "LINESEARCH",
     "METHODS",
     "EPSILON_RANGE",
@@ -81,10 +82,21 @@ def relation_of(method: str) -> str:
     return "replace_one" if method in _REPLACE_ONE else "add_remove"
 
 
-def notion_of(method: str, delta: float) -> str:
-    """The accountant ``method`` composes its events with at budget δ = ``delta`` ("pure": δ unused)."""
+#: Methods that calibrate their noise for a target (ε, δ) and take ``accountant=`` (RDP or PLD).
+CALIBRATED = ("dp-sgd", "outpert")
+
+
+def notion_of(method: str, delta: float, accountant=None) -> str:
+    """The accountant ``method`` composes its events with at budget δ = ``delta`` ("pure": δ unused).
+
+    ``accountant`` (``"rdp"``, ``"pld"``, ``"auto"``/None: the tightest) applies to the
+    :data:`CALIBRATED` methods; the others keep their paper's notion (DP-BLSGD's Rényi
+    filter, DP-AGD's zCDP, the pure methods).
+    """
     if method in ACCELERATED + CONSTANT or method == "objpert" or delta == 0.0:
         return "pure"
+    if method in CALIBRATED and accountant in (None, "auto", "pld"):
+        return "pld"
     return "zcdp" if method == "dp-agd" else "rdp"
 
 
@@ -105,6 +117,7 @@ def fit_linear(
     rng: np.random.Generator,
     params: dict,
     ledger=None,
+    accountant=None,
 ) -> DPResult:
     """Run ``method`` on F(w) = mean loss(xᵀw, y) + (μ/2)‖w‖² with μ = ``regularization``.
 
@@ -112,8 +125,12 @@ def fit_linear(
     ``delta``) and spends from a child of it: every release is charged before
     its noise is drawn, refused (``BudgetExceededError``) when it would
     overspend, and an adaptive run charges its Rényi-filter guarantee.
+    ``accountant`` is handed to the :data:`CALIBRATED` methods.
     """
-    return _run(method, loss, X, y, epsilon, delta, regularization, rng, dict(params, ledger=ledger))
+    params = dict(params, ledger=ledger)
+    if method in CALIBRATED and accountant is not None:
+        params["accountant"] = accountant
+    return _run(method, loss, X, y, epsilon, delta, regularization, rng, params)
 
 
 def _run(method, loss, X, y, epsilon, delta, regularization, rng, params) -> DPResult:

@@ -49,10 +49,11 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import as_generator, check_delta, check_nonnegative, check_positive
+from .._validation import as_generator, check_choice, check_delta, check_nonnegative, check_positive
 from ..oracles import smallest_affordable_scale
 from ..privacy import equal_share
 from ..privacy import events as ev
+from ..privacy.calibration import RUN_ACCOUNTANTS
 from ..result import Diagnostics
 from ._auto import COUNT_SHARE, dpsgd_plan, dpsgd_regularization, objpert_regularization
 from ._auto import choose as choose_auto
@@ -148,6 +149,7 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         random_state=None,
         classes=None,
         ledger=None,
+        accountant=None,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -160,6 +162,7 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.classes = classes
         self.ledger = ledger
+        self.accountant = accountant
 
     def __sklearn_clone__(self):
         """A clone shares the ``ledger`` (a budget, not a parameter to copy); other parameters are cloned."""
@@ -180,6 +183,7 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         if self.regularization is not None:
             mu = check_nonnegative("regularization", self.regularization)
             check_in("regularization", mu, 0.0, REGULARIZATION_MAX)
+        check_choice("accountant", "auto" if self.accountant is None else self.accountant, RUN_ACCOUNTANTS)
         method = self._resolved_method()
         if method != "auto" and needs_delta(method) and delta == 0.0:
             raise ValueError(f"method {method!r} gives (epsilon, delta)-DP: set delta > 0 (e.g. 1e-6)")
@@ -290,7 +294,10 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         params = dict(self.method_params or {})
         if _add_remove(method, delta):
             # n is private under add/remove: every size-dependent choice reads a released count.
-            budget = open_fit(self.ledger, epsilon, delta, notion=notion_of("dp-blsgd", delta), relation="add_remove")
+            # (the count's ledger is the named method's, or RDP's when auto has not chosen yet)
+            named = self.method if self.method != "auto" else "dp-blsgd"
+            budget = open_fit(self.ledger, epsilon, delta, notion=notion_of(named, delta, self.accountant),
+                              relation="add_remove")
             size = self._public_count(budget, Z.shape[0], params, rng)
             method, regularization = self._plan(method, (size, Z.shape[1]), budget.epsilon / parts, delta / parts)
             if needs_delta(method):  # the released count is the method's public normalizer too
@@ -299,7 +306,7 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
                 params = {**dpsgd_plan(size, Z.shape[1], budget.epsilon / parts, regularization), **params}
         else:  # replace-one: n is public
             method, regularization = self._plan(method, Z.shape, epsilon / parts, delta / parts)
-            budget = open_fit(self.ledger, epsilon, delta, notion=notion_of(method, delta),
+            budget = open_fit(self.ledger, epsilon, delta, notion=notion_of(method, delta, self.accountant),
                               relation=relation_of(method))
             self.count_ = None
         if method == "majority" and self.method == "auto":  # method_params are the learned method's
@@ -318,6 +325,7 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
                 rng=rng,
                 params=params,
                 ledger=share,
+                accountant=self.accountant,
             ))
         budget.commit()
         W = np.stack([np.asarray(r.x, dtype=float) for r in results])
@@ -493,6 +501,12 @@ class DPLogisticRegression(_DPLinearClassifier):
         ledger of exactly (``epsilon``, ``delta``).  Its relation must be the
         method's (``"replace_one"`` for the accelerated methods, objpert and
         outpert; ``"add_remove"`` otherwise).
+    accountant:
+        How the methods that calibrate noise for (ε, δ) (``dp-sgd``, Gaussian
+        ``outpert``) account: ``"rdp"``, ``"pld"`` or ``None``/``"auto"``, the
+        tightest that applies (PLD, unless ``ledger`` checks by Rényi DP;
+        :func:`~dpopt.privacy.calibration.run_accountant`).  The other methods
+        keep their paper's notion.
 
     Attributes
     ----------

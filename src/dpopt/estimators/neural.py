@@ -63,7 +63,7 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
     hidden_layer_sizes:
         Widths of the hidden layers (as in scikit-learn's ``MLPClassifier``).
     epsilon, delta:
-        The (ε, δ) budget of one fit (Rényi-DP accounting, add/remove-one); δ > 0.
+        The (ε, δ) budget of one fit (add/remove-one; see ``accountant``); δ > 0.
     method:
         ``"dp-adam"`` (default), ``"dp-sgd"`` or ``"dp-blsgd"``.
     epochs, batch_rate:
@@ -82,6 +82,9 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
         Seed or ``numpy.random.Generator`` (initialization, sampling and noise); None: OS entropy.
     device:
         ``"cpu"`` (default) or a torch device.
+    accountant:
+        ``"rdp"``, ``"pld"`` or ``None``/``"auto"``: the tightest that applies (PLD unless ``ledger``
+        checks by Rényi DP); calibrates the noise and checks the budget (:func:`dpopt.neural.train`).
 
     Attributes
     ----------
@@ -92,7 +95,7 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
     def __init__(self, hidden_layer_sizes=(100,), *, epsilon=1.0, delta=1e-5, method="dp-adam", epochs=5.0,
                  batch_rate=0.01, clip=1.0, learning_rate=None, regularization=1e-3, activation="relu",
                  classes=None, data_norm=None, bounds=None, n_public=None, ledger=None, random_state=None,
-                 device=None):
+                 device=None, accountant=None):
         self.hidden_layer_sizes = hidden_layer_sizes
         self.epsilon = epsilon
         self.delta = delta
@@ -110,6 +113,7 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
         self.ledger = ledger
         self.random_state = random_state
         self.device = device
+        self.accountant = accountant
 
     # -- preprocessing (per record, no privacy cost) -------------------------------------
     def _prepare(self, X: np.ndarray) -> np.ndarray:
@@ -156,7 +160,7 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
         out = train(net, (inputs, codes), method=self.method, epsilon=epsilon, delta=delta, epochs=self.epochs,
                     batch_rate=self.batch_rate, clip=self.clip, lr=self.learning_rate, l2=float(self.regularization),
                     ledger=None if budget is None else budget.share(1), device=self.device, seed=rng,
-                    n_public=self.n_public)
+                    n_public=self.n_public, accountant=self.accountant)
         if budget is not None:
             budget.commit()
         self.classes_ = classes

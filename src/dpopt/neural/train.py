@@ -9,7 +9,8 @@ import torch
 
 from .._validation import as_generator, check_delta, check_positive, check_rate
 from ..privacy import Ledger
-from ..privacy.calibration import calibrate_noise_multiplier
+from ..privacy import events as ev
+from ..privacy.calibration import calibrate_run, run_accountant
 from ..privacy.rdp import DENSE_ORDERS
 from ..progress import Progress
 from ..result import DPResult
@@ -19,7 +20,8 @@ from .model import TorchModel, as_tensors
 __all__ = ["train", "Trained"]
 
 _NOTES = (
-    "Renyi DP under add/remove-one with Poisson subsampling at rate q; every iteration is charged as its "
+    "Privacy loss distributions (or Renyi DP, as the record's notion says) under add/remove-one with "
+    "Poisson subsampling at rate q; every iteration is charged as its "
     "amplified event before release. Sums are normalized by q*n_public, the declared public count, or "
     "by the data's own n when none was declared (disclosed)."
 )
@@ -47,7 +49,7 @@ def train(model, data, *, method: str = "dp-sgd", epsilon: float, delta: float, 
           steps: int | None = None, batch_rate: float, clip: float = 1.0, lr: float | None = None,
           l2: float = 0.0, loss="cross_entropy", ledger: Ledger | None = None, device=None, seed=None,
           noise_multiplier: float | None = None, n_public: int | None = None, progress=None, callback=None,
-          chunk_size: int = 256,
+          chunk_size: int = 256, accountant=None,
           **hyper) -> Trained:
     """Train ``model`` on ``data`` with ``method`` in ``"dp-sgd"``, ``"dp-adam"``, ``"dp-blsgd"`` (chen2020 §5.7).
 
@@ -58,7 +60,7 @@ def train(model, data, *, method: str = "dp-sgd", epsilon: float, delta: float, 
     data:
         ``(X, y)`` arrays or tensors, or a ``TensorDataset``.
     epsilon, delta:
-        The (ε, δ) budget of the whole run (Rényi-DP accounting, add/remove-one).
+        The (ε, δ) budget of the whole run (add/remove-one; see ``accountant``).
     epochs, steps:
         Length of the run: exactly one of them; ``epochs`` means ⌈epochs/q⌉ iterations.
     batch_rate:
@@ -70,8 +72,13 @@ def train(model, data, *, method: str = "dp-sgd", epsilon: float, delta: float, 
     l2:
         μ of (μ/2)‖w‖² (§5.1: 0.001).
     ledger:
-        An RDP ledger to charge (a parent's ``child`` budget, say); default a new one of (ε, δ) on
-        :data:`~dpopt.privacy.rdp.DENSE_ORDERS` (never looser than Opacus's accountant).
+        A ledger to charge (a parent's ``child`` budget, say); default a new one of (ε, δ) with
+        the run's accountant.
+    accountant:
+        What calibrates z and checks the budget: ``"rdp"`` (on
+        :data:`~dpopt.privacy.rdp.DENSE_ORDERS`, never looser than Opacus's accountant, or the
+        given RDP ledger's orders), ``"pld"``, or ``"auto"``/None — the tightest that applies
+        (:func:`~dpopt.privacy.calibration.run_accountant`: PLD unless ``ledger`` checks by RDP).
     device:
         Where to train (``"cpu"``, ``"cuda"``); default the module's device.
     seed:
@@ -112,10 +119,12 @@ def train(model, data, *, method: str = "dp-sgd", epsilon: float, delta: float, 
     if not isinstance(steps, int | np.integer) or steps < 1:
         raise ValueError(f"steps must be an integer >= 1, got {steps!r}")
     params = NeuralHyper(lr=lr, **hyper)
-    if ledger is None:
-        ledger = Ledger(epsilon, delta, "rdp", orders=DENSE_ORDERS)
-    elif not isinstance(ledger, Ledger):
+    if ledger is not None and not isinstance(ledger, Ledger):
         raise TypeError(f"ledger must be a dpopt.privacy.Ledger, got {type(ledger).__name__}")
+    orders = ledger.remaining_rdp()[0] if ledger is not None and ledger.notion == "rdp" else DENSE_ORDERS
+    acc = run_accountant(accountant, ledger, orders=orders)
+    if ledger is None:
+        ledger = Ledger(epsilon, delta, acc.copy())
     if device is not None:
         model = model.to(device)
     rng = as_generator(seed)
@@ -125,9 +134,8 @@ def train(model, data, *, method: str = "dp-sgd", epsilon: float, delta: float, 
     generator.manual_seed(int(rng.integers(2**63 - 1)))
     oracle = make_oracle(target, ledger=ledger, rng=rng, rate=rate, clip=clip, hyper=params, n_public=n_public)
     if noise_multiplier is None:
-        orders = ledger.remaining_rdp()[0] if ledger.notion == "rdp" else DENSE_ORDERS
-        z = calibrate_noise_multiplier(lambda z: iteration_event(oracle, method, z, params), epsilon, delta,
-                                       steps=int(steps), orders=orders)
+        z = calibrate_run(lambda z: ev.SelfComposed(iteration_event(oracle, method, z, params), int(steps)),
+                          epsilon, delta, acc)
     else:
         z = check_positive("noise_multiplier", noise_multiplier)
     if progress is True:

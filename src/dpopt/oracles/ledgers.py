@@ -9,13 +9,15 @@ from ..privacy.mechanisms import check_ledger
 __all__ = ["run_ledger", "smallest_affordable_scale"]
 
 
-def run_ledger(ledger, epsilon, delta, *, accountant: str, relation: str = "add_remove",
+def run_ledger(ledger, epsilon, delta, *, accountant, relation: str = "add_remove",
                orders=None) -> tuple[Ledger, float, float]:
     """``(ledger, ε, δ)`` for one run.
 
-    Without ``ledger`` a new one of ``accountant`` is made from (``epsilon``,
-    ``delta``).  With a ledger and no ``epsilon`` the run plans with and spends
-    the ledger's own budget.  With both, the run plans with (``epsilon``,
+    ``accountant`` is a registered name or a fresh accountant instance (e.g.
+    the one :func:`~dpopt.privacy.calibration.run_accountant` chose and the
+    run calibrated its noise with).  Without ``ledger`` a new one of
+    ``accountant`` is made from (``epsilon``, ``delta``).  With a ledger and
+    no ``epsilon`` the run plans with and spends the ledger's own budget.  With both, the run plans with (``epsilon``,
     ``delta``) and spends from ``ledger.child(epsilon, delta)``, a child
     whose own check uses ``accountant`` (δ = 0 for ``"pure"``) while the
     ledger refuses anything beyond its own total.  A given ledger's relation must be
@@ -26,6 +28,7 @@ def run_ledger(ledger, epsilon, delta, *, accountant: str, relation: str = "add_
             raise TypeError("give epsilon (and delta) or a ledger")
         epsilon = check_positive("epsilon", epsilon)
         delta = check_delta("delta", 0.0 if delta is None else delta)
+        orders = orders if isinstance(accountant, str) else None  # an instance carries its own
         return Ledger(epsilon, delta, accountant, relation=relation, orders=orders), epsilon, delta
     check_ledger(ledger, relation, why=" for this method")
     if epsilon is None:
@@ -37,7 +40,8 @@ def run_ledger(ledger, epsilon, delta, *, accountant: str, relation: str = "add_
     # The run checks its own (ε, δ) with its own notion (a pure run inside an RDP session is a
     # pure-DP child); the ledger above checks the composition with its own.
     options = {"orders": orders} if orders is not None and accountant == "rdp" else {}
-    return ledger.child(epsilon, delta, accountant=make_accountant(accountant, **options)), epsilon, delta
+    template = make_accountant(accountant, **options).copy() if options or isinstance(accountant, str) else accountant
+    return ledger.child(epsilon, delta, accountant=template), epsilon, delta
 
 
 def smallest_affordable_scale(ledger: Ledger, event_of, *, start: float, rel_tol: float = 1e-9) -> float:

@@ -12,6 +12,9 @@
   (3.4)–(3.5), live in :mod:`dpopt.accelerated.calibration`).
 * :func:`calibrate_sigma_for` — smallest σ meeting (ε, δ) for any σ-indexed
   event under the RDP accountant (e.g. a network's activated, subsampled rounds).
+* :func:`run_accountant` and :func:`calibrate_run` — the one place where an
+  (ε, δ) family picks its accountant (``accountant="rdp" | "pld" | "auto"``,
+  default the tightest applicable) and calibrates its run's noise with it.
 
 Every function validates its arguments and names the offending one.
 """
@@ -41,6 +44,10 @@ __all__ = [
     "calibrate_sigma_for",
     "calibrate_scale",
     "fit_scales_to_budget",
+    "RUN_ACCOUNTANTS",
+    "RUN_DISCRETIZATION",
+    "run_accountant",
+    "calibrate_run",
 ]
 
 # Search range for noise multipliers, and the relative tolerance of the root.
@@ -416,3 +423,55 @@ def _reported_epsilon(name, scale, delta, noise, steps, rate, scheme, sensitivit
         return float(pure_epsilon(event))
     acc = rdp.RDPAccountant() if name == "rdp" else PLDAccountant(discretization)
     return float(acc.compose(event).get_epsilon(delta))
+
+
+# --------------------------------------------------------------------------- the accountant of an (ε, δ) run
+
+#: The values of a family's ``accountant=`` parameter (``None`` means ``"auto"``).
+RUN_ACCOUNTANTS = ("auto", "rdp", "pld")
+#: Grid of the PLD accountant a family calibrates with and spends under: the
+#: calibrated scale is certified at this grid, and a ledger of the same grid
+#: accepts exactly that run (a finer grid is slower and tighter by ~1e-4 of σ).
+RUN_DISCRETIZATION = 1e-3
+#: Ledger notions that check by Rényi DP: a PLD-calibrated run could overspend them.
+_RENYI_NOTIONS = ("rdp", "zcdp")
+
+
+def run_accountant(accountant=None, ledger=None, *, orders=None):
+    """A fresh accountant for an (ε, δ) run: what it calibrates its noise with and spends under.
+
+    ``accountant`` is ``"rdp"`` (:class:`~dpopt.privacy.rdp.RDPAccountant`
+    at ``orders``), ``"pld"`` (:class:`~dpopt.privacy.pld.PLDAccountant` at
+    the grid of the nearest PLD ledger in ``ledger``'s chain, else
+    :data:`RUN_DISCRETIZATION`), or ``"auto"``/``None``: the tightest that
+    applies.  That is PLD — its ε is never above RDP's on any log (it reports
+    the smaller of its PLD bound and RDP's) — unless ``ledger`` or one of its
+    ancestors checks by Rényi DP (``"rdp"``, ``"zcdp"``): such a ledger would
+    refuse the later steps of a run whose noise PLD calibrated, so the run
+    calibrates by RDP.
+    """
+    from .pld import PLDAccountant
+
+    name = "auto" if accountant is None else val.check_choice("accountant", accountant, RUN_ACCOUNTANTS)
+    chain = []
+    while ledger is not None:
+        chain.append(ledger)
+        ledger = ledger.parent
+    if name == "auto":
+        name = "rdp" if any(node.notion in _RENYI_NOTIONS for node in chain) else "pld"
+    if name == "rdp":
+        return rdp.RDPAccountant(orders)
+    # the grid of the nearest PLD ledger above, so that the run and that ledger compute the same ε
+    grids = [node.accountant.discretization for node in chain if isinstance(node.accountant, PLDAccountant)]
+    return PLDAccountant(grids[0] if grids else RUN_DISCRETIZATION)
+
+
+def calibrate_run(event_of, epsilon: float, delta: float, accountant, *, start: float = 1.0) -> float:
+    """Smallest noise scale s with ``accountant`` certifying ``event_of(s)`` (the whole run) at (ε, δ).
+
+    ``accountant`` is the run's (:func:`run_accountant`, or a name it takes);
+    it is copied, never composed into.  :func:`calibrate_scale`.
+    """
+    if accountant is None or isinstance(accountant, str):
+        accountant = run_accountant(accountant)
+    return calibrate_scale(event_of, epsilon, delta, accountant=accountant.copy(), start=start)

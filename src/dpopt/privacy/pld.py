@@ -907,7 +907,8 @@ class PLDAccountant(AccountantBase):
         """Certify the largest state ⌊(1 + m/c)·counts⌋ (c the largest count, m ≤ c) found to fit.
 
         ``counts`` itself fits.  m = c (every count doubled) is tried first,
-        then at most ``steps`` bisection steps in m; a scaled state that
+        then m = 1 (so a state at its budget costs two more compositions), then
+        at most ``steps`` bisection steps in m; a scaled state that
         contains a state already refuted at this budget is taken to fail
         without computing it (the search only narrows; what is certified is
         always computed).
@@ -924,6 +925,10 @@ class PLDAccountant(AccountantBase):
         lo, hi = 0, top
         if fits(hi):
             lo = hi
+        elif fits(1):  # not doubled: bisect only when there is room for more than one step
+            lo = 1
+        else:
+            hi = 1
         for _ in range(steps):
             if hi - lo <= 1:
                 break

@@ -8,10 +8,11 @@ sampling and the data's n differs between neighbours), then takes a step
 of fixed size η on that noisy gradient plus the public regularizer gradient.
 
 Accounting: σ is the smallest noise for which T Poisson-subsampled Gaussian
-releases of sensitivity C are (ε, δ)-DP under the RDP accountant
-(:func:`dpopt.privacy.calibration.calibrate_gaussian_sigma`, the "moments
-accountant" of Abadi et al. in its exact sampled-Gaussian form of Mironov,
-Talwar & Zhang 2019); every step is charged to an RDP :class:`Ledger` as
+releases of sensitivity C are (ε, δ)-DP under the run's accountant
+(``accountant=``; by default the PLD accountant, else the RDP accountant —
+the "moments accountant" of Abadi et al. in its exact sampled-Gaussian form of
+Mironov, Talwar & Zhang 2019 — when the ledger handed in checks by RDP);
+every step is charged to a :class:`Ledger` of that accountant as
 ``Subsampled(Gaussian(σ, C), q, "poisson")`` by the sampler that drew the batch,
 through :class:`dpopt.oracles.PrivateOracle`.
 """
@@ -29,7 +30,7 @@ from ...models import check_model, start_point
 from ...objectives import MarginLoss
 from ...oracles import PrivateOracle, normalizer_note, public_normalizer, run_ledger, smallest_affordable_scale
 from ...privacy import events as ev
-from ...privacy.calibration import calibrate_gaussian_sigma
+from ...privacy.calibration import calibrate_run, run_accountant
 from ...result import DPResult
 from ..model import default_gradient_clip
 from ._common import Hyper, check_budget
@@ -99,11 +100,22 @@ class DPSGDHyper(Hyper):
 
 @functools.lru_cache(maxsize=512)
 def _calibrated_sigma(epsilon: float, delta: float, steps: int, rate: float, c_grad: float,
-                      orders: tuple | None) -> float:
-    """σ of :func:`calibrate_gaussian_sigma`, memoized (a pure function; experiments repeat it)."""
-    return calibrate_gaussian_sigma(epsilon, delta, steps=steps, rate=rate, sensitivity=c_grad,
-                                    orders=orders)
+                      orders: tuple | None, notion: str) -> float:
+    """σ by :func:`~dpopt.privacy.calibration.calibrate_run` under ``notion``, memoized (experiments repeat it)."""
+    def run_of(sigma):
+        step = ev.Gaussian(sigma, c_grad)
+        return ev.SelfComposed(step if rate == 1.0 else ev.Subsampled(step, rate, ev.POISSON), steps)
 
+    start = c_grad * max(1.0, rate * math.sqrt(2.0 * steps * math.log(1.25 / delta)) / epsilon)
+    return calibrate_run(run_of, epsilon, delta, run_accountant(notion, orders=orders), start=start)
+
+
+_ACCOUNTING = {
+    "rdp": "RDP of the Poisson-subsampled Gaussian mechanism (Mironov, Talwar & Zhang 2019) "
+           "converted to (epsilon, delta). ",
+    "pld": "Privacy loss distribution of the Poisson-subsampled Gaussian mechanism, composed "
+           "numerically with pessimistic discretization (a proven upper bound on epsilon). ",
+}
 
 #: c of the default step 1/(c·R² + μ) for margin losses: the logistic loss's sup ℓ'' (see default_step).
 MARGIN_CURVATURE = 0.25
@@ -130,7 +142,7 @@ def default_step(model, data_norm: float = 1.0) -> float:
 
 
 def dp_sgd(model, *, epsilon: float | None = None, delta: float | None = None, rng=None,
-           ledger=None, **hyper) -> DPResult:
+           ledger=None, accountant=None, **hyper) -> DPResult:
     """DP-SGD with Poisson sampling and RDP accounting (Abadi et al. 2016, Algorithm 1).
 
     ``model`` is a :class:`~dpopt.models.PrivateModel`; the step is
@@ -140,7 +152,10 @@ def dp_sgd(model, *, epsilon: float | None = None, delta: float | None = None, r
     B_t a Poisson sample at rate q and N the public record count (``n_public``).  (``epsilon``,
     ``delta``) is the total budget, spent from ``ledger`` when given (RDP,
     add/remove-one), else from a new RDP ledger; ``rng`` a Generator, seed or
-    None.  σ is calibrated so that the T steps fit what the ledger has left.
+    None.  σ is calibrated so that the T steps fit what the ledger has left, by
+    ``accountant`` (``"rdp"``, ``"pld"``, or ``"auto"``/None: the tightest that
+    applies, :func:`~dpopt.privacy.calibration.run_accountant`), which also
+    checks the run's own budget.
     Hyper-parameters: the fields of :class:`DPSGDHyper`.  Returns the last
     iterate as a :class:`~dpopt.result.DPResult` (``method="dp-sgd"``) whose
     ledger holds the charged events; ``info["sigma"]`` is σ,
@@ -151,14 +166,15 @@ def dp_sgd(model, *, epsilon: float | None = None, delta: float | None = None, r
         check_budget(epsilon, delta, need_delta=True)
     h = DPSGDHyper.from_kwargs(**hyper)
     fresh = ledger is None
-    ledger, epsilon, delta = run_ledger(ledger, epsilon, delta, accountant="rdp", orders=h.orders)
+    acc = run_accountant(accountant, ledger, orders=h.orders)
+    ledger, epsilon, delta = run_ledger(ledger, epsilon, delta, accountant=acc)
     rng = as_generator(rng)
     normalizer = public_normalizer(model, n_public=h.n_public, ledger=ledger, rng=rng,
                                    epsilon=epsilon, delta=delta)
     data_norm = h.data_norm if h.data_norm is not None else (model.data_norm or 1.0)
     lr = h.lr if h.lr is not None else default_step(model, data_norm)
     c_grad = h.c_grad if h.c_grad is not None else default_gradient_clip(model)
-    sigma = _calibrated_sigma(epsilon, delta, h.steps, h.rate, c_grad, h.orders)
+    sigma = _calibrated_sigma(epsilon, delta, h.steps, h.rate, c_grad, h.orders, acc.notion)
     oracle = PrivateOracle(model, ledger=ledger, rng=rng, normalizer=normalizer, rate=h.rate,
                            c_grad=c_grad)
     if not (fresh and normalizer.source == "declared"):  # part of the budget is already spent
@@ -176,6 +192,5 @@ def dp_sgd(model, *, epsilon: float | None = None, delta: float | None = None, r
     return DPResult.from_ledger(
         ledger, x=w, fun=model.value(w), method="dp-sgd", nit=h.steps,
         trajectory=np.array(trajectory) if h.trajectory else None, info=info, guarantee="exact",
-        notes="RDP of the Poisson-subsampled Gaussian mechanism (Mironov, Talwar & Zhang 2019) "
-              "converted to (epsilon, delta). " + normalizer_note(normalizer),
+        notes=_ACCOUNTING[acc.notion] + normalizer_note(normalizer),
     )

@@ -14,10 +14,10 @@ Noise, through :mod:`dpopt.privacy.mechanisms`:
 
 * ``noise="laplace"`` — density ∝ exp(−ε‖b‖/Δ₂) (Algorithm 1, vector
   Laplace): pure ε-DP, charged as ``VectorLaplace(Δ₂/ε, Δ₂)`` on a pure ledger;
-* ``noise="gaussian"`` — N(0, σ²I) with the smallest σ that the RDP
-  accountant certifies as (ε, δ)-DP for one release
-  (:func:`~dpopt.privacy.calibration.calibrate_gaussian_sigma`), charged as
-  ``Gaussian(σ, Δ₂)`` on an RDP ledger.
+* ``noise="gaussian"`` — N(0, σ²I) with the smallest σ that the run's
+  accountant (``accountant=``, PLD by default) certifies as (ε, δ)-DP for one
+  release (:func:`~dpopt.privacy.calibration.calibrate_run`), charged as
+  ``Gaussian(σ, Δ₂)`` on a ledger of that accountant.
 
 The default is Gaussian when δ > 0 (its noise norm grows like √d instead of d).
 """
@@ -30,8 +30,9 @@ import numpy as np
 
 from ..._validation import as_generator, check_choice, check_positive
 from ...oracles import run_ledger
+from ...privacy import events as ev
 from ...privacy import mechanisms as mech
-from ...privacy.calibration import calibrate_gaussian_sigma
+from ...privacy.calibration import calibrate_run, run_accountant
 from ...result import DPResult
 from ._common import Hyper, check_budget, check_margin_model, solve_erm, unit_ball_model
 
@@ -87,7 +88,7 @@ def outpert_sensitivity(*, n: int, reg: float, data_norm: float = 1.0, lipschitz
 
 
 def output_perturbation(model, *, epsilon: float | None = None, delta: float = 0.0, rng=None,
-                        ledger=None, **hyper) -> DPResult:
+                        ledger=None, accountant=None, **hyper) -> DPResult:
     """OUTPERT: the regularized ERM minimizer plus noise scaled to its sensitivity (Chaudhuri et al. 2011).
 
     ``model`` is a :class:`~dpopt.linesearch.model.LinearModel` with a margin
@@ -95,7 +96,10 @@ def output_perturbation(model, *, epsilon: float | None = None, delta: float = 0
     noise gives ε-DP (δ unused); Gaussian noise needs δ > 0.  Hyper-parameters:
     the fields of :class:`OutPertHyper`; ``info`` holds Δ₂, the noise scale and
     the solver's certificate.  Spent from ``ledger`` when given (replace-one;
-    :func:`dpopt.oracles.run_ledger`).
+    :func:`dpopt.oracles.run_ledger`).  Gaussian σ is calibrated by
+    ``accountant`` (``"rdp"``, ``"pld"``, ``"auto"``/None: the tightest,
+    :func:`~dpopt.privacy.calibration.run_accountant`); for one release the
+    PLD accountant's ε is the exact Gaussian curve up to its grid.
     """
     model = check_margin_model(model, "outpert")
     h = OutPertHyper.from_kwargs(**hyper)
@@ -115,13 +119,14 @@ def output_perturbation(model, *, epsilon: float | None = None, delta: float = 0
         )
     sensitivity = outpert_sensitivity(n=model.n, reg=model.l2, data_norm=h.data_norm,
                                       lipschitz=model.loss.derivative_bound, tol=h.tol)
+    acc = "pure" if noise == "laplace" else run_accountant(accountant, ledger)
     ledger, _, _ = run_ledger(ledger, epsilon, 0.0 if noise == "laplace" else delta,
-                              accountant="pure" if noise == "laplace" else "rdp", relation="replace_one")
+                              accountant=acc, relation="replace_one")
     if noise == "laplace":
         x = mech.vector_laplace(sol.x, sensitivity=sensitivity, epsilon=epsilon, ledger=ledger, rng=rng)
         scale = sensitivity / epsilon
     else:
-        scale = calibrate_gaussian_sigma(epsilon, delta, steps=1, rate=1.0, sensitivity=sensitivity)
+        scale = calibrate_run(lambda s: ev.Gaussian(s, sensitivity), epsilon, delta, acc, start=sensitivity)
         x = mech.gaussian(sol.x, sensitivity=sensitivity, sigma=scale, ledger=ledger, rng=rng)
     info = {"noise": noise, "sensitivity": sensitivity, "noise_scale": scale, "rows_projected": moved,
             "grad_norm": sol.grad_norm, "solver_iterations": sol.nit}
