@@ -474,4 +474,12 @@ def calibrate_run(event_of, epsilon: float, delta: float, accountant, *, start: 
     """
     if accountant is None or isinstance(accountant, str):
         accountant = run_accountant(accountant)
+    if not isinstance(accountant, rdp.RDPAccountant):
+        # The PLD accountant reports at most RDP's ε, so RDP's scale passes: start the search
+        # there (one PLD composition usually brackets the answer, and huge budgets whose PLDs
+        # would be too wide to build are found by RDP alone).
+        try:
+            start = calibrate_scale(event_of, epsilon, delta, accountant=rdp.RDPAccountant(), start=start)
+        except (TypeError, ValueError):
+            pass
     return calibrate_scale(event_of, epsilon, delta, accountant=accountant.copy(), start=start)

@@ -245,6 +245,55 @@ class PureDP(Event):
 
 
 @dataclass(frozen=True)
+class RandomizedResponse(Event):
+    """k-ary randomized response: the true one of ``k`` values with probability e^ε/(e^ε + k − 1),
+    each other value with probability 1/(e^ε + k − 1) (Warner 1965; Kairouz, Oh & Viswanath 2016).
+
+    ε-DP for one record's value; its privacy loss between two values x ≠ x′ is
+    +ε (output x), −ε (output x′) or 0 (any of the k − 2 others), which the
+    PLD and RDP accountants use exactly.
+    """
+
+    kind: ClassVar[str] = "randomized_response"
+    epsilon: float
+    k: int = 2
+
+    _checks: ClassVar[dict] = {"epsilon": check_positive, "k": _unnamed(lambda v: check_int("k", v, minimum=2))}
+
+
+@dataclass(frozen=True)
+class Snapping(Event):
+    """The snapping mechanism (Mironov 2012, §5): a Laplace-like release safe in floating point.
+
+    clamp_B(Λ·round(clamp_B(f)/Λ + S·λ·ln U/Λ)) with λ = ``scale``/``sensitivity`` in units of
+    the query's sensitivity, B = ``bound``/``sensitivity`` and Λ the smallest power of two ≥ λ.
+    Mironov 2012, Theorem 1: for λ < B < 2⁴⁶λ it is (1/λ + 2⁻⁴⁹B/λ)-DP, slightly more than the
+    Laplace mechanism's 1/λ (the rounding to Λ and the clamp to B cost the 2⁻⁴⁹B/λ).
+    """
+
+    kind: ClassVar[str] = "snapping"
+    scale: float
+    bound: float
+    sensitivity: float = 1.0
+
+    _checks: ClassVar[dict] = {"scale": check_positive, "bound": check_positive, "sensitivity": check_positive}
+
+    def __post_init__(self):
+        super().__post_init__()
+        lam, b = self.scale / self.sensitivity, self.bound / self.sensitivity
+        if not lam < b < 2.0**46 * lam:
+            raise ValueError(
+                f"bound/sensitivity must be in (scale/sensitivity, 2^46 scale/sensitivity) = "
+                f"({lam:g}, {2.0**46 * lam:g}) for the snapping mechanism's guarantee, got {b:g}"
+            )
+
+    @property
+    def epsilon(self) -> float:
+        lam = self.scale / self.sensitivity
+        return (1.0 + 2.0**-49 * (self.bound / self.sensitivity)) / lam
+
+
+@dataclass(frozen=True)
 class AboveThreshold(Event):
     """One run of AboveThreshold (sparse vector) that halts at the first query above a noisy threshold.
 

@@ -34,9 +34,10 @@ The gap between the two is the discretization error the user sees
 (:meth:`PLDAccountant.get_epsilon_bounds`).
 
 Mechanisms with an exact PLD here (``Gaussian``, ``Laplace``,
-``DiscreteLaplace``, ``DiscreteGaussian``, and pure ε-DP events ``PureDP``, ``Exponential``, ``VectorLaplace`` through
-the randomized-response pair that dominates every ε-DP mechanism, Kairouz,
-Oh & Viswanath 2015) and their ``Subsampled`` versions:
+``DiscreteLaplace``, ``DiscreteGaussian``, k-ary ``RandomizedResponse``, and
+pure ε-DP events ``PureDP``, ``Exponential``, ``VectorLaplace``, ``Snapping``
+through the randomized-response pair that dominates every ε-DP mechanism,
+Kairouz, Oh & Viswanath 2015) and their ``Subsampled`` versions:
 
 * Poisson sampling at rate q, add/remove-one: the "remove" pair is
   ((1−q)P₀ + qP₁, P₀) and the "add" pair is (P₀, (1−q)P₀ + qP₁), with P₀
@@ -90,7 +91,21 @@ DEFAULT_TAIL_MASS = 1e-15
 #: Discrete Gaussians up to this σ have their pmf enumerated; wider ones use Euler–Maclaurin tails.
 DISCRETE_GAUSSIAN_MAX_SIGMA = 1e4
 
+#: The most grid points one PLD may have; a composition that needs more (privacy losses of
+#: hundreds of nats, e.g. noise multipliers near 0 during a calibration search) is accounted
+#: by the RDP accountant over the whole log instead (:meth:`PLDAccountant.describe` says so).
+MAX_GRID_POINTS = 1 << 20
+
 REMOVE, ADD = "remove", "add"
+
+
+class GridTooWide(ValueError):
+    """A PLD would need more than :data:`MAX_GRID_POINTS` grid points."""
+
+
+def _check_width(points: float) -> None:
+    if not points <= MAX_GRID_POINTS:
+        raise GridTooWide(f"the privacy loss distribution needs {points:.3g} grid points (> {MAX_GRID_POINTS})")
 _DIRECTIONS = (REMOVE, ADD)
 
 
@@ -242,6 +257,29 @@ class _RandomizedResponse:
         return -self.epsilon, self.epsilon
 
 
+@dataclass(frozen=True)
+class _KaryRandomizedResponse:
+    """k-ary randomized response between true values x′ (P₀) and x (P₁), Z = e^ε + k − 1:
+
+    R = −ε on output x′ (masses e^ε/Z, 1/Z), 0 on the k − 2 others ((k − 2)/Z each side),
+    +ε on output x (1/Z, e^ε/Z).  For k = 2 this is :class:`_RandomizedResponse`.
+    """
+
+    epsilon: float
+    k: int
+
+    def tails(self, u):
+        e, k = self.epsilon, self.k
+        z = math.expm1(e) + k  # e^ε + k − 1
+        t0 = np.where(u < -e, 1.0, np.where(u < 0.0, (k - 1) / z, np.where(u < e, 1.0 / z, 0.0)))
+        t1 = np.where(u < -e, 1.0, np.where(u < 0.0, (k - 2 + math.exp(e)) / z,
+                                            np.where(u < e, math.exp(e) / z, 0.0)))  # fmt: skip
+        return t0, t1
+
+    def support(self, tail):
+        return -self.epsilon, self.epsilon
+
+
 def _family(event: ev.Event):
     """The family of a base event, or None when no exact PLD is implemented for it."""
     if isinstance(event, ev.Gaussian):
@@ -252,8 +290,10 @@ def _family(event: ev.Event):
         return _DiscreteLaplace(event.scale, event.sensitivity)
     if isinstance(event, ev.DiscreteGaussian):
         return _DiscreteGaussian(event.sigma, event.sensitivity)
-    if isinstance(event, ev.PureDP | ev.Exponential | ev.VectorLaplace):
+    if isinstance(event, ev.PureDP | ev.Exponential | ev.VectorLaplace | ev.Snapping):
         return _RandomizedResponse(event.epsilon)
+    if isinstance(event, ev.RandomizedResponse):
+        return _RandomizedResponse(event.epsilon) if event.k == 2 else _KaryRandomizedResponse(event.epsilon, event.k)
     return None
 
 
@@ -346,6 +386,7 @@ class DiscretePLD:
     def from_pair(cls, family, rate: float, direction: str, h: float, tail: float, pessimistic: bool):
         """Discretize one (subsampled) pair: connect-the-dots (pessimistic) or rounding down (optimistic)."""
         lo, hi = _loss_range(family, rate, direction, tail)
+        _check_width((hi - lo) / h)
         i_lo, i_hi = math.floor(lo / h), math.ceil(hi / h)
         if i_hi <= i_lo:
             i_hi = i_lo + 1
@@ -405,6 +446,7 @@ class DiscretePLD:
         if self.pmf.size == 1 and self.offset == 0 and self.infinity_mass == 0.0 and self.pmf[0] == 1.0:
             return other
         n = self.pmf.size + other.pmf.size - 1
+        _check_width(n)
         if min(self.pmf.size, other.pmf.size) <= 32:
             pmf = np.convolve(self.pmf, other.pmf)
         else:
@@ -445,23 +487,24 @@ class DiscretePLD:
             return math.inf
         losses, pmf = self.losses, self.pmf
         top = losses[-1]
-        # suffix sums, with Q scaled by e^{top} to stay finite
         p_suffix = np.cumsum(pmf[::-1])[::-1] + self.infinity_mass
-        q_suffix = np.cumsum((pmf * np.exp(top - losses))[::-1])[::-1]
-        # δ at each atom l_j counts the atoms above it: P_{j+1} − e^{l_j} Q_{j+1}
         p_next = np.append(p_suffix[1:], self.infinity_mass)
-        q_next = np.append(q_suffix[1:], 0.0)
-        delta_at = p_next - np.exp(losses - top) * q_next
+        # log Q suffix sums, scaled by e^{top} while e^{top − l} stays finite, else in log space
+        with np.errstate(divide="ignore"):
+            if top - losses[0] < 700.0:
+                log_q = np.log(np.cumsum((pmf * np.exp(top - losses))[::-1])[::-1]) - top
+            else:
+                log_q = np.logaddexp.accumulate((np.log(pmf) - losses)[::-1])[::-1]
+        log_q_next = np.append(log_q[1:], -np.inf)
+        # δ at each atom l_j counts the atoms above it: P_{j+1} − e^{l_j} Q_{j+1} (e^{l_j} Q_{j+1} ≤ 1)
+        delta_at = p_next - np.exp(losses + log_q_next)
         ok = np.flatnonzero(delta_at <= delta)
         j = int(ok[0])  # delta_at[-1] = ∞-mass ≤ delta, so ok is non-empty
-        if j == 0:
-            p_j, q_j = float(p_suffix[0]), float(q_suffix[0])
-        else:
-            p_j, q_j = float(p_suffix[j]), float(q_suffix[j])
-        if q_j <= 0.0 or p_j <= delta:
+        p_j, log_q_j = float(p_suffix[j]), float(log_q[j])
+        if log_q_j == -math.inf or p_j <= delta:
             eps = losses[j - 1] if j > 0 else -math.inf
         else:
-            eps = math.log((p_j - delta) / q_j) + top
+            eps = math.log(p_j - delta) - log_q_j
         return max(0.0, float(eps))
 
 
@@ -578,6 +621,7 @@ def _self_compose_fft(pld: DiscretePLD, count: int, tail: float) -> DiscretePLD:
     mass above the window (≤ ``tail``) is added to the mass at +∞.
     """
     lo, hi = _power_window(pld, count, tail)
+    _check_width(hi - lo)
     size = _fast_length(max(hi - lo + 1, pld.pmf.size))
     spectrum = np.fft.rfft(pld.pmf, size) ** count
     circular = np.fft.irfft(spectrum, size)
@@ -823,8 +867,13 @@ class PLDAccountant(AccountantBase):
         return float(min([eps, *bounds]))
 
     def _direct_epsilon(self, delta: float) -> float:
-        eps = self._split_epsilon(delta, pessimistic=True)
         whole = self._rdp_whole()
+        try:
+            eps = self._split_epsilon(delta, pessimistic=True)
+        except GridTooWide:
+            if whole is None:
+                raise
+            return float(whole.get_epsilon(delta))
         if whole is not None:
             eps = min(eps, whole.get_epsilon(delta))
         return float(eps)
@@ -959,16 +1008,21 @@ class PLDAccountant(AccountantBase):
         epsilon = val.check_nonnegative("epsilon", epsilon)
         if not self._has_pld() and not self._has_rdp():
             return 0.0
-        if not self._has_rdp():
-            out = self._pld_delta(epsilon, pessimistic=True)
-        elif not self._has_pld():
-            out = self._rdp_part.get_delta(epsilon) if epsilon > 0 else 1.0
-        else:
-            out = min(
-                self._pld_delta(f * epsilon, True) + (self._rdp_part.get_delta((1 - f) * epsilon) if f < 1 else 1.0)
-                for f in _SPLITS
-            )
         whole = self._rdp_whole()
+        try:
+            if not self._has_rdp():
+                out = self._pld_delta(epsilon, pessimistic=True)
+            elif not self._has_pld():
+                out = self._rdp_part.get_delta(epsilon) if epsilon > 0 else 1.0
+            else:
+                out = min(
+                    self._pld_delta(f * epsilon, True) + (self._rdp_part.get_delta((1 - f) * epsilon) if f < 1 else 1.0)
+                    for f in _SPLITS
+                )
+        except GridTooWide:
+            if whole is None:
+                raise
+            out = 1.0
         if whole is not None and epsilon > 0:
             out = min(out, whole.get_delta(epsilon))
         return float(min(out, 1.0))

@@ -64,7 +64,7 @@ def pure_epsilon(event: ev.Event) -> float:
     """The pure-DP ε of ``event``; ``ValueError`` if it has no pure-DP guarantee."""
     if isinstance(event, ev.Laplace | ev.VectorLaplace | ev.DiscreteLaplace):
         return event.epsilon
-    if isinstance(event, ev.Exponential | ev.PureDP):
+    if isinstance(event, ev.Exponential | ev.PureDP | ev.RandomizedResponse | ev.Snapping):
         return event.epsilon
     if isinstance(event, ev.AboveThreshold):
         if event.noise != "laplace":

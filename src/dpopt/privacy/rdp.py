@@ -54,6 +54,7 @@ __all__ = [
     "gaussian_rdp",
     "laplace_rdp",
     "pure_dp_rdp",
+    "randomized_response_rdp",
     "above_threshold_rdp",
     "subsampled_gaussian_rdp",
     "zhu_wang_rdp",
@@ -217,6 +218,22 @@ def _log_cosh(x: np.ndarray) -> np.ndarray:
     small = np.log1p(2.0 * np.sinh(np.minimum(x, 1.0) / 2.0) ** 2)
     large = x + np.log1p(np.exp(-2.0 * x)) - math.log(2.0)
     return np.where(x < 1.0, small, large)
+
+
+def randomized_response_rdp(epsilon: float, k: int, orders=None) -> np.ndarray:
+    """Exact RDP of k-ary randomized response (:class:`~dpopt.privacy.events.RandomizedResponse`).
+
+    For true values x ≠ x′ the output y has probabilities (e^ε, 1, 1, …)/Z and
+    (1, e^ε, 1, …)/Z with Z = e^ε + k − 1, so Σ_y P(y)^α Q(y)^{1−α} =
+    (e^{αε} + e^{(1−α)ε} + k − 2)/Z and D_α = log of that/(α − 1), the same
+    for both orders of the pair.  For k = 2 it is :func:`pure_dp_rdp`'s tight bound.
+    """
+    eps = val.check_positive("epsilon", epsilon)
+    k = val.check_int("k", k, minimum=2)
+    a = _check_orders(orders)
+    terms = [a * eps, (1.0 - a) * eps] + ([np.full_like(a, math.log(k - 2))] if k > 2 else [])
+    log_z = float(np.logaddexp(eps, math.log(k - 1)))
+    return np.maximum((special.logsumexp(np.stack(terms), axis=0) - log_z) / (a - 1.0), 0.0)
 
 
 def pure_dp_rdp(epsilon: float, orders=None) -> np.ndarray:
@@ -549,8 +566,10 @@ def _compute_curve(event: ev.Event, a: np.ndarray) -> np.ndarray:
         return pure_dp_rdp(event.epsilon, a)
     if isinstance(event, ev.Laplace):
         return laplace_rdp(event.epsilon, a)
-    if isinstance(event, ev.VectorLaplace | ev.Exponential | ev.PureDP):
+    if isinstance(event, ev.VectorLaplace | ev.Exponential | ev.PureDP | ev.Snapping):
         return pure_dp_rdp(event.epsilon, a)
+    if isinstance(event, ev.RandomizedResponse):
+        return randomized_response_rdp(event.epsilon, event.k, a)
     if isinstance(event, ev.AboveThreshold):
         return above_threshold_rdp(event, a)
     if isinstance(event, ev.Subsampled):
