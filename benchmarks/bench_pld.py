@@ -14,7 +14,8 @@
    DP-SGD at q = 0.01 over 1,000 steps, by RDP and by PLD
    (:func:`~dpopt.privacy.calibration.calibrate_noise`, PLD grid 1e-3).
 3. Cost per sample of the floating-point-safe samplers (exact discrete Laplace
-   and discrete Gaussian from the OS CSPRNG) against numpy's float samplers.
+   and discrete Gaussian from the OS CSPRNG, and Mironov's snapping mechanism)
+   against numpy's float samplers.
 4. A PLD ledger charged step by step up to its budget (σ calibrated by PLD
    for T steps, then ``can_afford`` + ``charge`` until refused, then
    ``spent()``): the ledger's check (certified states, RDP first) against
@@ -34,7 +35,7 @@ import warnings
 
 import numpy as np
 
-from dpopt.privacy import Ledger, pld, secure
+from dpopt.privacy import Ledger, pld, secure, snapping
 from dpopt.privacy import events as ev
 from dpopt.privacy.calibration import calibrate_noise
 from dpopt.privacy.pld import PLDAccountant
@@ -129,6 +130,7 @@ def secure_noise_cost(samples: int) -> None:
         ("numpy float Gaussian", lambda: rng.normal(0.0, 1.0, samples)),
         ("exact discrete Laplace (CSPRNG)", lambda: secure.discrete_laplace_array(scale, (samples,))),
         ("exact discrete Gaussian (CSPRNG)", lambda: secure.discrete_gaussian_array(scale, (samples,))),
+        ("snapping mechanism (CSPRNG)", lambda: snapping.snap(np.zeros(samples), scale=1.0, bound=1e6)),
     ]
     base = None
     for name, fn in rows:

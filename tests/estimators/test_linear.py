@@ -7,6 +7,7 @@ from sklearn.preprocessing import MinMaxScaler
 
 from dpopt.estimators import DPHuberSVC, DPLogisticRegression, PrivacyLeakWarning
 from dpopt.privacy import BudgetExceededError, Ledger, PLDAccountant, PureDPAccountant, RDPAccountant
+from dpopt.privacy import events as ev
 from dpopt.privacy.calibration import RUN_DISCRETIZATION
 
 # The label set is declared in most tests; its absence is tested in test_release.py.
@@ -138,3 +139,20 @@ def test_multiclass_is_one_vs_rest_and_one_class_refused():
     assert est.coef_.shape == (3, 3) and est.privacy_spent_["epsilon"] <= 1.0 + 1e-9
     with pytest.raises(ValueError, match="at least 2 classes"):
         DPLogisticRegression(data_norm=2.0).fit(X, np.zeros(30))
+
+
+def test_accountant_and_secure_noise_reach_the_family(data):
+    Xtr, _, ytr, _ = data
+    common = dict(epsilon=1.0, delta=1e-6, data_norm=np.sqrt(D), random_state=0, method="dp-sgd")
+    rdp = DPLogisticRegression(accountant="rdp", **common).fit(Xtr, ytr)
+    pld = DPLogisticRegression(**common).fit(Xtr, ytr)
+    assert rdp.privacy_spent_["notion"] == "rdp" and pld.privacy_spent_["notion"] == "pld"
+    sigma = [e.event.sigma for e in (rdp.privacy_events_[-1], pld.privacy_events_[-1])]
+    assert sigma[1] < sigma[0]  # the same guarantee with less noise
+    secure = DPLogisticRegression(secure_noise=True, **common).fit(Xtr, ytr)
+    assert isinstance(secure.privacy_events_[-1].event, ev.DiscreteGaussian)
+    assert secure.privacy_spent_["epsilon"] <= 1.0
+    with pytest.raises(ValueError, match="secure_noise"):
+        DPLogisticRegression(epsilon=1.0, method="dp-gd", data_norm=np.sqrt(D), secure_noise=True).fit(Xtr, ytr)
+    with pytest.raises(ValueError, match="accountant"):
+        DPLogisticRegression(accountant="zcdp", **common).fit(Xtr, ytr)

@@ -384,3 +384,16 @@ def test_unknown_and_bad_hyper_parameters(logistic):
         B.output_perturbation(logistic, epsilon=1.0, delta=DELTA, rng=0, noise="cauchy")
     with pytest.raises(TypeError, match="PrivateModel"):
         B.dp_sgd(np.zeros(3), epsilon=1.0, delta=DELTA, rng=0)
+
+
+def test_secure_noise_releases_exact_discrete_noise_within_the_budget(logistic):
+    res = B.dp_sgd(logistic, epsilon=1.0, delta=DELTA, rng=0, steps=8, rate=0.2, secure_noise=True)
+    assert all(isinstance(e.event, ev.DiscreteGaussian) for e in res.events) and len(res.events) == 8
+    assert res.privacy.epsilon <= 1.0 and res.privacy.epsilon > 0.99  # calibrated for the discrete event
+    out = B.output_perturbation(logistic, epsilon=1.0, delta=DELTA, rng=0, noise="gaussian", secure_noise=True)
+    (event,) = out.events
+    assert isinstance(event, ev.DiscreteGaussian) and out.privacy.epsilon <= 1.0
+    grid = mech.secure_event(ev.Gaussian(out.info["noise_scale"], out.info["sensitivity"]), out.x.size)[1]
+    assert np.all(out.x / grid == np.rint(out.x / grid))  # the release lies on the grid
+    with pytest.raises(ValueError, match="secure_noise"):
+        B.output_perturbation(logistic, epsilon=1.0, delta=0.0, rng=0, noise="laplace", secure_noise=True)

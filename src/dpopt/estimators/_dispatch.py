@@ -118,6 +118,7 @@ def fit_linear(
     params: dict,
     ledger=None,
     accountant=None,
+    secure_noise: bool = False,
 ) -> DPResult:
     """Run ``method`` on F(w) = mean loss(xᵀw, y) + (μ/2)‖w‖² with μ = ``regularization``.
 
@@ -125,11 +126,16 @@ def fit_linear(
     ``delta``) and spends from a child of it: every release is charged before
     its noise is drawn, refused (``BudgetExceededError``) when it would
     overspend, and an adaptive run charges its Rényi-filter guarantee.
-    ``accountant`` is handed to the :data:`CALIBRATED` methods.
+    ``accountant`` and ``secure_noise`` (their gradient or output releases by
+    exact discrete noise on a grid) are handed to the :data:`CALIBRATED` methods.
     """
     params = dict(params, ledger=ledger)
     if method in CALIBRATED and accountant is not None:
         params["accountant"] = accountant
+    if secure_noise:
+        if method not in CALIBRATED:
+            raise ValueError(f"secure_noise=True is available for the methods {list(CALIBRATED)}, not {method!r}")
+        params["secure_noise"] = True
     return _run(method, loss, X, y, epsilon, delta, regularization, rng, params)
 
 

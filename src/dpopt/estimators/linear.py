@@ -150,6 +150,7 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         classes=None,
         ledger=None,
         accountant=None,
+        secure_noise=False,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -163,6 +164,7 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         self.classes = classes
         self.ledger = ledger
         self.accountant = accountant
+        self.secure_noise = secure_noise
 
     def __sklearn_clone__(self):
         """A clone shares the ``ledger`` (a budget, not a parameter to copy); other parameters are cloned."""
@@ -326,6 +328,7 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
                 params=params,
                 ledger=share,
                 accountant=self.accountant,
+                secure_noise=bool(self.secure_noise),
             ))
         budget.commit()
         W = np.stack([np.asarray(r.x, dtype=float) for r in results])
@@ -507,6 +510,11 @@ class DPLogisticRegression(_DPLinearClassifier):
         tightest that applies (PLD, unless ``ledger`` checks by Rényi DP;
         :func:`~dpopt.privacy.calibration.run_accountant`).  The other methods
         keep their paper's notion.
+    secure_noise:
+        ``True`` releases the noisy gradients (``dp-sgd``) or the noisy
+        solution (Gaussian ``outpert``) on a power-of-two grid with exact
+        discrete Gaussian noise from the OS CSPRNG, so its low-order bits say
+        nothing about the data (Mironov 2012); other methods refuse it.
 
     Attributes
     ----------

@@ -90,8 +90,9 @@ class PrivateOracle:
     def __init__(self, model: PrivateModel, *, ledger: Ledger, rng: np.random.Generator,
                  normalizer, rate: float = 1.0, sampler=None, sampling_rng=None, c_grad: float,
                  c_obj: float = 1.0, noise: str = "laplace", query: str = "objective",
-                 lazy: bool = False):
+                 lazy: bool = False, secure_noise: bool = False):
         self.model = check_model(model)
+        self.secure_noise = bool(secure_noise)  # gradient releases by exact discrete noise on a grid
         self.ledger = mech.check_ledger(ledger)
         self.rng = mech.check_rng(rng)
         self._sampling_rng = self.rng if sampling_rng is None else mech.check_rng(sampling_rng)
@@ -167,7 +168,8 @@ class PrivateOracle:
         indices = self.batch(w)
         total, _ = self.model.per_example_clipped_grad_sum(w, indices, self.c_grad)
         value = total / self.weight if mean else total
-        return mech.release(value, event, ledger=self.ledger, rng=self.rng, sampler=self.sampler)
+        return mech.release(value, event, ledger=self.ledger, rng=self.rng, sampler=self.sampler,
+                            secure_noise=self.secure_noise)
 
     def gradient(self, w, event: ev.Event, *, mean: bool = False) -> np.ndarray:
         """The noisy mean gradient plus ∇r(w): :meth:`noisy_sum` normalized by q·N (or m)."""

@@ -6,7 +6,7 @@ data-dependent release elsewhere in dpopt goes through :mod:`.mechanisms`
 Metropolis MCMC), which charges a :class:`Ledger` before it returns anything.
 """
 
-from . import accountant, calibration, events, mcmc, mechanisms, pld, pure, rdp, sampling, zcdp
+from . import accountant, calibration, events, mcmc, mechanisms, pld, pure, rdp, sampling, snapping, zcdp
 from .accountant import Accountant, Relation, make_accountant, register_accountant
 from .ledger import RELATIONS, BudgetExceededError, Ledger, PrivacySpent, equal_share, remainder
 from .pld import PLDAccountant
@@ -30,6 +30,7 @@ __all__ = [
     "pld",
     "zcdp",
     "sampling",
+    "snapping",
     "Ledger",
     "equal_share",
     "remainder",

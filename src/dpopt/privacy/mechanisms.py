@@ -20,6 +20,7 @@ CSPRNG (:mod:`dpopt.privacy.secure`), so the low-order bits of the result
 carry nothing about the data (Mironov 2012).  The charged event is then the
 discrete one, with the grid's integer sensitivity and the same ε (Laplace) or
 noise multiplier (Gaussian) as asked; the generator ``rng`` is not used.
+:func:`snapping` is the continuous alternative: Mironov's snapping mechanism.
 """
 
 from __future__ import annotations
@@ -37,12 +38,14 @@ __all__ = [
     "laplace",
     "gaussian",
     "vector_laplace",
+    "snapping",
     "exponential",
     "exponential_probabilities",
     "above_threshold",
     "AboveThresholdSession",
     "PrepaidGaussianRounds",
     "release",
+    "secure_event",
     "check_ledger",
     "check_rng",
 ]
@@ -102,18 +105,25 @@ def _draw_vector_laplace(rng: np.random.Generator, scale: float, shape: tuple) -
     return radius * direction
 
 
-def _secure_release(value: np.ndarray, event: ev.Event, ledger, sampler) -> np.ndarray:
-    """g·(round(value/g) + exact discrete noise), charging the discrete event first (module docstring)."""
-    d = max(value.size, 1)
+def secure_event(event: ev.Event, size: int) -> tuple[ev.Event, float]:
+    """(the discrete event, the grid g) that ``secure_noise=True`` charges for ``event`` on ``size`` values.
+
+    A calibration that will release through the secure samplers calibrates this event.
+    """
+    d = max(int(size), 1)
     if isinstance(event, ev.Laplace):
         grid = secure.grid_for(event.sensitivity, d)
         sensitivity = secure.l1_grid_sensitivity(event.sensitivity, grid, d)
         # same ε = Δ/b as asked: scale in grid units Δ_int·b/Δ (≥ b/g)
-        discrete = ev.DiscreteLaplace(event.scale / event.sensitivity * sensitivity, sensitivity)
-    else:
-        grid = secure.grid_for(event.sensitivity, math.sqrt(d))
-        sensitivity = secure.l2_grid_sensitivity(event.sensitivity, grid, d)
-        discrete = ev.DiscreteGaussian(event.noise_multiplier * sensitivity, sensitivity)
+        return ev.DiscreteLaplace(event.scale / event.sensitivity * sensitivity, sensitivity), grid
+    grid = secure.grid_for(event.sensitivity, math.sqrt(d))
+    sensitivity = secure.l2_grid_sensitivity(event.sensitivity, grid, d)
+    return ev.DiscreteGaussian(event.noise_multiplier * sensitivity, sensitivity), grid
+
+
+def _secure_release(value: np.ndarray, event: ev.Event, ledger, sampler) -> np.ndarray:
+    """g·(round(value/g) + exact discrete noise), charging the discrete event first (module docstring)."""
+    discrete, grid = secure_event(event, value.size)
     snapped = secure.snap_to_grid(value, grid)  # validates the range before anything is charged
     _charge(discrete, ledger, sampler)
     if isinstance(discrete, ev.DiscreteLaplace):
@@ -164,6 +174,32 @@ def laplace(
     sensitivity = check_positive("sensitivity", sensitivity)
     event = ev.Laplace(_scale_from(scale, epsilon, sensitivity), sensitivity)
     return release(value, event, ledger=ledger, rng=rng, sampler=sampler, secure_noise=secure_noise)
+
+
+def snapping(value, *, sensitivity: float, bound: float, ledger: Ledger, scale=None, epsilon=None, sampler=None):
+    """A scalar query released by the snapping mechanism (Mironov 2012; :mod:`dpopt.privacy.snapping`).
+
+    Floating-point-safe Laplace-like noise for a continuous output: ``value`` (a scalar, or an
+    array of R independent repetitions of one) is clamped to [−``bound``, ``bound``], noised
+    with scale λ and rounded to a power-of-two grid Λ ≥ λ, drawn from the OS CSPRNG.  The charged
+    event is :class:`~dpopt.privacy.events.Snapping` with the sensitivity rounded up to a power
+    of two Δ₂ and ε = (Δ₂ + 2⁻⁴⁹·bound)/λ (Mironov 2012, Thm 1); give ``scale`` λ or ``epsilon``
+    (then the smallest λ with that ε).
+    """
+    from .snapping import power_of_two_at_least, snap
+
+    exact = power_of_two_at_least(check_positive("sensitivity", sensitivity))
+    bound = check_positive("bound", bound)
+    if (scale is None) == (epsilon is None):
+        raise ValueError("give exactly one of scale and epsilon")
+    if scale is None:
+        scale = ev.scale_for_epsilon(exact + 2.0**-49 * bound, check_positive("epsilon", epsilon))
+        while ev.Snapping(scale, bound, exact).epsilon > epsilon:
+            scale = math.nextafter(scale, math.inf)
+    value = check_finite_array("value", value)
+    event = ev.Snapping(check_positive("scale", scale), bound, exact)  # validates λ < B < 2⁴⁶λ
+    _charge(event, ledger, sampler)
+    return snap(value, scale=event.scale, bound=bound, sensitivity=exact)
 
 
 def gaussian(

@@ -30,6 +30,7 @@ from ...models import check_model, start_point
 from ...objectives import MarginLoss
 from ...oracles import PrivateOracle, normalizer_note, public_normalizer, run_ledger, smallest_affordable_scale
 from ...privacy import events as ev
+from ...privacy import mechanisms as mech
 from ...privacy.calibration import calibrate_run, run_accountant
 from ...result import DPResult
 from ..model import default_gradient_clip
@@ -100,10 +101,16 @@ class DPSGDHyper(Hyper):
 
 @functools.lru_cache(maxsize=512)
 def _calibrated_sigma(epsilon: float, delta: float, steps: int, rate: float, c_grad: float,
-                      orders: tuple | None, notion: str) -> float:
-    """σ by :func:`~dpopt.privacy.calibration.calibrate_run` under ``notion``, memoized (experiments repeat it)."""
+                      orders: tuple | None, notion: str, secure_size: int = 0) -> float:
+    """σ by :func:`~dpopt.privacy.calibration.calibrate_run` under ``notion``, memoized (experiments repeat it).
+
+    ``secure_size`` > 0: the step is the discrete event the secure release of that many
+    values charges (:func:`dpopt.privacy.mechanisms.secure_event`).
+    """
     def run_of(sigma):
         step = ev.Gaussian(sigma, c_grad)
+        if secure_size:
+            step = mech.secure_event(step, secure_size)[0]
         return ev.SelfComposed(step if rate == 1.0 else ev.Subsampled(step, rate, ev.POISSON), steps)
 
     start = c_grad * max(1.0, rate * math.sqrt(2.0 * steps * math.log(1.25 / delta)) / epsilon)
@@ -142,7 +149,7 @@ def default_step(model, data_norm: float = 1.0) -> float:
 
 
 def dp_sgd(model, *, epsilon: float | None = None, delta: float | None = None, rng=None,
-           ledger=None, accountant=None, **hyper) -> DPResult:
+           ledger=None, accountant=None, secure_noise: bool = False, **hyper) -> DPResult:
     """DP-SGD with Poisson sampling and RDP accounting (Abadi et al. 2016, Algorithm 1).
 
     ``model`` is a :class:`~dpopt.models.PrivateModel`; the step is
@@ -155,7 +162,10 @@ def dp_sgd(model, *, epsilon: float | None = None, delta: float | None = None, r
     None.  σ is calibrated so that the T steps fit what the ledger has left, by
     ``accountant`` (``"rdp"``, ``"pld"``, or ``"auto"``/None: the tightest that
     applies, :func:`~dpopt.privacy.calibration.run_accountant`), which also
-    checks the run's own budget.
+    checks the run's own budget.  ``secure_noise=True`` releases every noisy
+    gradient sum on a power-of-two grid with exact discrete Gaussian noise from
+    the OS CSPRNG (:func:`dpopt.privacy.mechanisms.release`), charged as the
+    subsampled ``DiscreteGaussian`` of the same noise multiplier.
     Hyper-parameters: the fields of :class:`DPSGDHyper`.  Returns the last
     iterate as a :class:`~dpopt.result.DPResult` (``method="dp-sgd"``) whose
     ledger holds the charged events; ``info["sigma"]`` is σ,
@@ -174,14 +184,18 @@ def dp_sgd(model, *, epsilon: float | None = None, delta: float | None = None, r
     data_norm = h.data_norm if h.data_norm is not None else (model.data_norm or 1.0)
     lr = h.lr if h.lr is not None else default_step(model, data_norm)
     c_grad = h.c_grad if h.c_grad is not None else default_gradient_clip(model)
-    sigma = _calibrated_sigma(epsilon, delta, h.steps, h.rate, c_grad, h.orders, acc.notion)
-    oracle = PrivateOracle(model, ledger=ledger, rng=rng, normalizer=normalizer, rate=h.rate,
-                           c_grad=c_grad)
-    if not (fresh and normalizer.source == "declared"):  # part of the budget is already spent
-        sigma = smallest_affordable_scale(
-            ledger, lambda s: ev.SelfComposed(oracle.wrap(ev.Gaussian(s, c_grad)), h.steps),
-            start=sigma)
     w = start_point(model, h.w0)
+    sigma = _calibrated_sigma(epsilon, delta, h.steps, h.rate, c_grad, h.orders, acc.notion,
+                              int(np.size(w)) if secure_noise else 0)
+    oracle = PrivateOracle(model, ledger=ledger, rng=rng, normalizer=normalizer, rate=h.rate,
+                           c_grad=c_grad, secure_noise=secure_noise)
+    if not (fresh and normalizer.source == "declared"):  # part of the budget is already spent
+        def step_of(s):
+            step = ev.Gaussian(s, c_grad)
+            return mech.secure_event(step, np.size(w))[0] if secure_noise else step
+
+        sigma = smallest_affordable_scale(
+            ledger, lambda s: ev.SelfComposed(oracle.wrap(step_of(s)), h.steps), start=sigma)
     trajectory = []
     for _ in range(h.steps):
         w = w - lr * oracle.gaussian_gradient(w, sigma)

@@ -88,7 +88,7 @@ def outpert_sensitivity(*, n: int, reg: float, data_norm: float = 1.0, lipschitz
 
 
 def output_perturbation(model, *, epsilon: float | None = None, delta: float = 0.0, rng=None,
-                        ledger=None, accountant=None, **hyper) -> DPResult:
+                        ledger=None, accountant=None, secure_noise: bool = False, **hyper) -> DPResult:
     """OUTPERT: the regularized ERM minimizer plus noise scaled to its sensitivity (Chaudhuri et al. 2011).
 
     ``model`` is a :class:`~dpopt.linesearch.model.LinearModel` with a margin
@@ -100,6 +100,10 @@ def output_perturbation(model, *, epsilon: float | None = None, delta: float = 0
     ``accountant`` (``"rdp"``, ``"pld"``, ``"auto"``/None: the tightest,
     :func:`~dpopt.privacy.calibration.run_accountant`); for one release the
     PLD accountant's ε is the exact Gaussian curve up to its grid.
+    ``secure_noise=True`` releases Gaussian noise as an exact discrete
+    Gaussian on a power-of-two grid from the OS CSPRNG
+    (:func:`dpopt.privacy.mechanisms.gaussian`; not for ``noise="laplace"``,
+    whose vector Laplace has no floating-point-safe sampler here).
     """
     model = check_margin_model(model, "outpert")
     h = OutPertHyper.from_kwargs(**hyper)
@@ -109,6 +113,8 @@ def output_perturbation(model, *, epsilon: float | None = None, delta: float = 0
     noise = h.noise if h.noise != "auto" else ("gaussian" if delta > 0 else "laplace")
     if noise == "gaussian" and delta == 0.0:
         raise ValueError("delta must be in (0, 1) for noise='gaussian'; use noise='laplace' for delta = 0")
+    if secure_noise and noise == "laplace":
+        raise ValueError("secure_noise=True needs noise='gaussian' (no floating-point-safe vector Laplace sampler)")
     rng = as_generator(rng)
     projected, moved = unit_ball_model(model, h.data_norm)
     sol = solve_erm(projected, tol=h.tol, x0=h.x0)
@@ -127,7 +133,8 @@ def output_perturbation(model, *, epsilon: float | None = None, delta: float = 0
         scale = sensitivity / epsilon
     else:
         scale = calibrate_run(lambda s: ev.Gaussian(s, sensitivity), epsilon, delta, acc, start=sensitivity)
-        x = mech.gaussian(sol.x, sensitivity=sensitivity, sigma=scale, ledger=ledger, rng=rng)
+        x = mech.gaussian(sol.x, sensitivity=sensitivity, sigma=scale, ledger=ledger, rng=rng,
+                          secure_noise=secure_noise)
     info = {"noise": noise, "sensitivity": sensitivity, "noise_scale": scale, "rows_projected": moved,
             "grad_norm": sol.grad_norm, "solver_iterations": sol.nit}
     return DPResult.from_ledger(
