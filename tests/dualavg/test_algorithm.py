@@ -5,7 +5,8 @@ from scipy import optimize
 from dpopt import dualavg
 from dpopt.dualavg.problem import objective
 from dpopt.objectives import HingeLoss
-from dpopt.privacy import RDPAccountant
+from dpopt.privacy import PLDAccountant, RDPAccountant
+from dpopt.privacy.calibration import RUN_DISCRETIZATION
 
 from .conftest import make_shards
 
@@ -113,3 +114,17 @@ def test_hidden_activation_is_a_conditional_guarantee_with_more_amplification(sh
     assert visible.guarantee == "exact" and hidden.guarantee == "conditional"
     assert "CONDITIONAL" in hidden.notes
     assert hidden.info["sigma"] < visible.info["sigma"]
+
+
+def test_hidden_activation_defaults_to_pld_and_visible_activation_to_rdp(shards):
+    kw = dict(epsilon=0.8, delta=1e-5, iota=0.5, rounds=100, seed=1, strength=0.05, gamma=1.0)
+    hidden = dualavg.minimize(shards, activation_visible=False, **kw)
+    hidden_rdp = dualavg.minimize(shards, activation_visible=False, accountant="rdp", **kw)
+    visible = dualavg.minimize(shards, **kw)
+    assert hidden.privacy.notion == "pld" and hidden_rdp.privacy.notion == "rdp" and visible.privacy.notion == "rdp"
+    assert hidden.info["sigma"] < hidden_rdp.info["sigma"]  # the same guarantee with less noise
+    assert hidden.epsilon <= 0.8 and np.allclose(hidden.info["node_epsilons"], hidden.epsilon, rtol=1e-6)
+    pld = PLDAccountant(RUN_DISCRETIZATION)
+    for e in hidden.events:
+        pld.compose(e)
+    assert pld.get_epsilon(1e-5) == pytest.approx(hidden.epsilon, rel=1e-9)

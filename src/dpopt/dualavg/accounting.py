@@ -147,14 +147,20 @@ def run_event(sigma: float, *, steps: int, **kw) -> ev.Event:
     return e if steps == 1 else ev.SelfComposed(e, steps)
 
 
-def accountant_sigma(epsilon: float, delta: float, *, steps: int, **kw) -> float:
-    """Smallest σ for which ``steps`` rounds of a node are (ε, δ)-DP under the RDP accountant."""
-    return calibration.calibrate_sigma_for(lambda s: run_event(s, steps=steps, **kw), epsilon, delta)
+def accountant_sigma(epsilon: float, delta: float, *, steps: int, accountant=None, **kw) -> float:
+    """Smallest σ for which ``steps`` rounds of a node are (ε, δ)-DP under ``accountant`` (default RDP).
+
+    ``accountant``: an accountant instance (the run's,
+    :func:`~dpopt.privacy.calibration.run_accountant`) or None for the RDP accountant.
+    """
+    acc = RDPAccountant() if accountant is None else accountant
+    return calibration.calibrate_run(lambda s: run_event(s, steps=steps, **kw), epsilon, delta, acc)
 
 
-def epsilon_of(sigma: float, delta: float, *, steps: int, **kw) -> float:
-    """The ε (at ``delta``) that the RDP accountant gives ``steps`` rounds at noise σ."""
-    return float(RDPAccountant().compose(run_event(sigma, steps=steps, **kw)).get_epsilon(delta))
+def epsilon_of(sigma: float, delta: float, *, steps: int, accountant=None, **kw) -> float:
+    """The ε (at ``delta``) that ``accountant`` (default RDP) gives ``steps`` rounds at noise σ."""
+    acc = RDPAccountant() if accountant is None else accountant.copy()
+    return float(acc.compose(run_event(sigma, steps=steps, **kw)).get_epsilon(delta))
 
 
 @dataclass(frozen=True)

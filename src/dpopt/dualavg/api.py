@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import _validation as val
 from ..privacy import Ledger
+from ..privacy.calibration import run_accountant
 from ..result import DPResult
 from . import accounting
 from .algorithm import Config, NodeState, local_objective_sum, run_block
@@ -83,6 +84,7 @@ def minimize(
     resume: bool = False,
     record_every: int | None = None,
     comm=None,
+    accountant=None,
 ) -> DPResult:
     """Private distributed dual averaging (liu2024 Algorithm 1) over n nodes.
 
@@ -101,6 +103,10 @@ def minimize(
     ``backend="mpi"`` runs one node per rank (``mpiexec -n n``); with
     ``checkpoint_dir`` the state is saved every ``checkpoint_every`` rounds and
     ``resume=True`` continues from it without re-drawing any released noise.
+    ``accountant`` (``"rdp"``, ``"pld"``, ``"auto"``/None: the tightest that
+    applies, :func:`~dpopt.privacy.calibration.run_accountant` — PLD for the
+    paper's hidden activation, whose rounds are subsampled Gaussians with an
+    exact PLD; RDP for visible activation) calibrates σ and keeps the ledgers.
     ``record_every=k`` records F(x̄) every k rounds in ``trajectory`` (rows
     ``[round, F per repetition]``) and x̄ itself in ``info["recorded_x"]``
     (non-private diagnostics: F reads every shard).
@@ -151,6 +157,9 @@ def minimize(
     if private:
         delta = val.check_open_unit("delta", delta)
         q_min = min(sizes)
+        acc = run_accountant(accountant, ledger,
+                             event=accounting.run_event(1.0, steps=rounds, local_samples=q_min, **kw))
+        kw["accountant"] = acc
         sig_acc = (
             accounting.accountant_sigma(epsilon, delta, steps=rounds, local_samples=q_min, **kw) if epsilon else None
         )
@@ -184,8 +193,9 @@ def minimize(
             + ("holds" if thm_ok else "does NOT hold for this run (its sigma is then not covered by the theorem)"),
         )
         budget = epsilon if epsilon is not None else report.epsilon_accountant_sigma
-        parent = ledger if ledger is not None else Ledger(budget, delta, "rdp", relation="replace_one")
+        parent = ledger if ledger is not None else Ledger(budget, delta, acc.copy(), relation="replace_one")
         node_budget = (parent.epsilon, parent.delta)
+        kw.pop("accountant")
         round_events = [accounting.round_event(sigma, local_samples=q, **kw) for q in sizes]
     else:
         sigma = 0.0
@@ -221,7 +231,7 @@ def minimize(
     else:
         entropy = comm.broadcast(np.random.SeedSequence(seed).entropy)
         node_ledgers = (
-            [Ledger(*node_budget, "rdp", relation="replace_one") for _ in comm.nodes]
+            [Ledger(*node_budget, acc.copy(), relation="replace_one") for _ in comm.nodes]
             if private
             else [None] * len(comm.nodes)
         )

@@ -437,7 +437,7 @@ RUN_DISCRETIZATION = 1e-3
 _RENYI_NOTIONS = ("rdp", "zcdp")
 
 
-def run_accountant(accountant=None, ledger=None, *, orders=None):
+def run_accountant(accountant=None, ledger=None, *, orders=None, event=None):
     """A fresh accountant for an (ε, δ) run: what it calibrates its noise with and spends under.
 
     ``accountant`` is ``"rdp"`` (:class:`~dpopt.privacy.rdp.RDPAccountant`
@@ -448,7 +448,8 @@ def run_accountant(accountant=None, ledger=None, *, orders=None):
     the smaller of its PLD bound and RDP's) — unless ``ledger`` or one of its
     ancestors checks by Rényi DP (``"rdp"``, ``"zcdp"``): such a ledger would
     refuse the later steps of a run whose noise PLD calibrated, so the run
-    calibrates by RDP.
+    calibrates by RDP — or unless ``event`` (the run's planned event) has no
+    part with an exact PLD, so that PLD would only repeat RDP's answer.
     """
     from .pld import PLDAccountant
 
@@ -458,7 +459,8 @@ def run_accountant(accountant=None, ledger=None, *, orders=None):
         chain.append(ledger)
         ledger = ledger.parent
     if name == "auto":
-        name = "rdp" if any(node.notion in _RENYI_NOTIONS for node in chain) else "pld"
+        renyi = any(node.notion in _RENYI_NOTIONS for node in chain)
+        name = "rdp" if renyi or (event is not None and not PLDAccountant().compose(event).has_exact_part()) else "pld"
     if name == "rdp":
         return rdp.RDPAccountant(orders)
     # the grid of the nearest PLD ledger above, so that the run and that ledger compute the same ε

@@ -827,6 +827,10 @@ class PLDAccountant(AccountantBase):
     def _has_pld(self) -> bool:
         return bool(self._pld_counts)
 
+    def has_exact_part(self) -> bool:
+        """Whether some composed event has an exact PLD here (else everything is RDP's fallback)."""
+        return self._has_pld()
+
     def _has_rdp(self) -> bool:
         return bool(self._rdp_events)
 
