@@ -13,6 +13,7 @@ from dpopt.estimators._auto import (
     APPROX_LEARNABLE_R,
     APPROX_SGD_R,
     COUNT_SHARE,
+    OBJPERT_INTERCEPT,
     PURE_LEARNABLE_S,
     choose,
     dpsgd_plan,
@@ -33,7 +34,9 @@ def test_pure_budget_above_the_threshold_is_objective_perturbation_with_the_rate
     choice = choose(n=32561, d=108, epsilon=1.0, delta=0.0)
     r = 32561 / 108
     assert choice.method == "objpert" and choice.warning is None
-    assert choice.regularization == pytest.approx(0.08 / r)
+    assert choice.regularization == pytest.approx(0.08 / r * (300 / r) ** 0.6)  # r = 301.5: just steeper
+    assert objpert_regularization(100.0) == pytest.approx(0.08 / 100)
+    assert objpert_regularization(1507.0) == pytest.approx(2.0e-5, rel=0.01)  # full Adult at eps = 5
     assert objpert_regularization(1.0) == 3e-3 and objpert_regularization(1e9) == 1e-5
 
 
@@ -196,3 +199,20 @@ def test_approximate_auto_shares_a_ledger_and_splits_one_vs_rest(breast_cancer):
     assert est.method_ == "dp-blsgd" and est.coef_.shape == (3, X.shape[1])
     assert sum(type(e).__name__ == "Laplace" for e in ledger.events) == 1  # one count for the K problems
     assert ledger.spent().epsilon <= 1.5
+
+
+def test_objective_perturbation_fits_with_intercept_column_one_half_and_maps_back(breast_cancer):
+    """Rows [x/B, 0.5]/sqrt(1.25) for objpert (OBJPERT_INTERCEPT); coef_ and intercept_ are on the data's scale:
+    at a huge budget the fit scores rows as the non-private solution of the same design does."""
+    from dpopt.linesearch import registry
+    from dpopt.linesearch.model import LinearModel
+
+    assert OBJPERT_INTERCEPT == 0.5
+    (X, y), (Xt, _) = breast_cancer
+    est = DPLogisticRegression(epsilon=1e6, method="objpert", regularization=1e-3, data_norm=1.0,
+                               classes=[-1.0, 1.0], random_state=0).fit(X, y)
+    design = np.hstack([est._clip(X), np.full((len(y), 1), 0.5)]) / np.sqrt(1.25)
+    exact = registry.fit("non-private", LinearModel("logistic", design, y, l2=1e-3), epsilon=1.0, delta=0.0, rng=0)
+    w = np.asarray(exact.x)
+    expected = (est._clip(Xt) @ w[:-1] + 0.5 * w[-1]) / np.sqrt(1.25)
+    assert np.allclose(est.decision_function(Xt), expected, atol=1e-3 * np.abs(expected).max())

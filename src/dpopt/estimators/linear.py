@@ -55,7 +55,7 @@ from ..privacy import equal_share
 from ..privacy import events as ev
 from ..privacy.calibration import RUN_ACCOUNTANTS
 from ..result import Diagnostics
-from ._auto import COUNT_SHARE, dpsgd_plan, dpsgd_regularization, objpert_regularization
+from ._auto import COUNT_SHARE, OBJPERT_INTERCEPT, dpsgd_plan, dpsgd_regularization, objpert_regularization
 from ._auto import choose as choose_auto
 from ._budget import open_fit
 from ._dispatch import (
@@ -217,11 +217,11 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         scale[over] = self.row_bound_ / norms[over]
         return X * scale[:, None]
 
-    def _design(self, X: np.ndarray) -> np.ndarray:
-        """Rows of ‖·‖₂ ≤ 1: [x/B, 1]/√2 with an intercept, x/B without."""
+    def _design(self, X: np.ndarray, intercept: float = 1.0) -> np.ndarray:
+        """Rows of ‖·‖₂ ≤ 1: [x/B, a]/√(1 + a²) with an intercept column of value a, x/B without."""
         Z = self._clip(X) / self.row_bound_
         if self.fit_intercept:
-            Z = np.hstack([Z, np.ones((Z.shape[0], 1))]) / math.sqrt(2.0)
+            Z = np.hstack([Z, np.full((Z.shape[0], 1), intercept)]) / math.hypot(1.0, intercept)
         return Z
 
     def _label_set(self, y: np.ndarray) -> tuple[np.ndarray, list[str]]:
@@ -311,6 +311,9 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
             budget = open_fit(self.ledger, epsilon, delta, notion=notion_of(method, delta, self.accountant),
                               relation=relation_of(method))
             self.count_ = None
+        intercept = OBJPERT_INTERCEPT if method == "objpert" else 1.0
+        if intercept != 1.0:
+            Z = self._design(X, intercept)
         if method == "majority" and self.method == "auto":  # method_params are the learned method's
             params = {}
         results = []
@@ -334,8 +337,8 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         W = np.stack([np.asarray(r.x, dtype=float) for r in results])
         self.classes_ = classes
         if self.fit_intercept:
-            self.coef_ = W[:, :-1] / (math.sqrt(2.0) * self.row_bound_)
-            self.intercept_ = W[:, -1] / math.sqrt(2.0)
+            self.coef_ = W[:, :-1] / (math.hypot(1.0, intercept) * self.row_bound_)
+            self.intercept_ = W[:, -1] * intercept / math.hypot(1.0, intercept)
         else:
             self.coef_ = W / self.row_bound_
             self.intercept_ = np.zeros(len(results))
