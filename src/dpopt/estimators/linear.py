@@ -426,12 +426,13 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
 
 
 def _add_remove(method: str, delta: float) -> bool:
-    """Whether the fit runs under add/remove-one with RDP accounting, where n is private and the
-    estimator releases a count first.  DP-AGD (zCDP) keeps its own normalizer: under zCDP a pure
-    count does not split off an (ε, δ) budget by basic composition."""
+    """Whether the fit runs under add/remove-one with RDP or PLD accounting, where n is private and
+    the estimator releases a count first (a pure ε_c release composes with an (ε − ε_c, δ) run into
+    (ε, δ) under both).  DP-AGD (zCDP) keeps its own normalizer: under zCDP a pure count does not
+    split off an (ε, δ) budget by basic composition."""
     if method == "auto":
         return delta > 0
-    return needs_delta(method) and notion_of(method, delta) == "rdp"
+    return needs_delta(method) and method != "dp-agd"
 
 
 def _pure_share(method: str, share) -> float:
