@@ -495,8 +495,6 @@ def _figure(path, result, reg: str, accounting: str):
                             yerr=[r["suboptimality_std"] for r in pts], fmt=ls, marker="o", capsize=2, label=label)
             row[3].errorbar(eps, [r["accuracy_mean"] for r in pts], yerr=[r["accuracy_std"] for r in pts], fmt=ls,
                             marker="o", capsize=2, label=label)  # fmt: skip
-        row[0].set_xscale("log")
-        row[1].set_xscale("log")
         for ax in (row[0], row[2]):
             ax.set_yscale("log")
         row[0].set_ylabel(f"{dataset}\nF(x̄) − F*")
