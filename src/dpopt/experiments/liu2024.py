@@ -48,7 +48,9 @@ Theorem 1's σ is unchanged by b (ε′_t = 2ι(b/q)·2(L/b)√(2 log(2/δ₀))/
 b cancels), so its σ is reported for the rounds actually run.
 
 Noise and the two accountings.  Every private run calibrates σ with the
-privacy core's RDP accountant for (ε, δ = 1e-5) under one of two models:
+privacy core's accountant for (ε, δ = 1e-5) (``accountant``: by default the
+tightest that applies — RDP for visible activation, PLD for the hidden one;
+``"rdp"`` for both) under one of two models:
 ``exact`` — node activation is visible (inactive nodes send nothing), so
 activation amplifies only through the rounds a node is idle (the run's
 guarantee is exact); ``conditional`` — the paper's Lemma 4.2, activation
@@ -132,6 +134,7 @@ class Config:
     local_steps: int = 300  # per node and epoch: minibatch b = ⌈q / local_steps⌉ (the paper: b = 1)
     delta: float = 1e-5
     delta0: float = 0.01
+    accountant: str = "auto"  # σ's accountant: "auto" (the tightest: PLD for the conditional model), "rdp", "pld"
     seeds: int = 5
     checkpoints: int = 8  # points of the curves vs iterations
     nonprivate: bool = True
@@ -155,6 +158,7 @@ class Config:
             val.check_choice("regularizers", r, ("l2", "l1"))
         for a in self.accountings:
             val.check_choice("accountings", a, ACCOUNTINGS)
+        val.check_choice("accountant", self.accountant, ("auto", "rdp", "pld"))
         for e in self.epsilons:
             val.check_positive("epsilons", e)
         for i in self.iotas:
@@ -324,6 +328,7 @@ def _one_run(state, dataset, reg, iota, edges, epsilon, accounting, seed):
         shards, epsilon=epsilon, delta=config.delta, delta0=config.delta0, regularizer=reg, strength=STRENGTH,
         iota=iota, edges=edges, rounds=rounds, batch=batch, repetitions=config.seeds,
         activation_visible=accounting != "conditional", seed=seed,
+        accountant=None if config.accountant == "auto" else config.accountant,
         record_every=max(1, rounds // config.checkpoints),
     )  # fmt: skip
 
