@@ -135,16 +135,34 @@ def test_samplers_charge_their_scheme():
     assert ledger.events == [ev.Subsampled(ev.Gaussian(2.0), 0.1, "poisson")]
 
 
-def test_poisson_sampler_sizes_are_binomial():
-    sampler = PoissonSampler(0.03)
+@pytest.mark.parametrize("rate", [0.03, 0.4])  # Geometric gaps, one uniform per row
+def test_poisson_sampler_sizes_are_binomial(rate):
+    sampler = PoissonSampler(rate)
     state = rng(10)
     sizes = np.array([len(sampler.indices(1000, state)) for _ in range(4000)])
-    counts = np.bincount(sizes, minlength=80)[:80]
-    probs = stats.binom(1000, 0.03).pmf(np.arange(80))
+    probs = stats.binom(1000, rate).pmf(np.arange(1001))
     keep = probs * 4000 > 5
+    counts = np.bincount(sizes, minlength=1001)
     assert stats.chisquare(counts[keep], probs[keep] / probs[keep].sum() * counts[keep].sum()).pvalue > P_MIN
     idx = sampler.indices(1000, state)
-    assert np.all(np.diff(idx) > 0)
+    assert np.all(np.diff(idx) > 0) and idx.min() >= 0 and idx.max() < 1000
+
+
+@pytest.mark.parametrize("rate", [0.1, 0.4])
+def test_poisson_sampler_keeps_every_record_independently(rate):
+    """Each of n records is kept with probability q, and neighbours (i, i+1) and the first and last
+    record jointly with q²: what Poisson sampling (and the accountant) assumes."""
+    n, draws = 12, 40_000
+    sampler = PoissonSampler(rate)
+    state = rng(12)
+    kept = np.zeros((draws, n), dtype=bool)
+    for r in range(draws):
+        kept[r, sampler.indices(n, state)] = True
+    for column in (kept, kept[:, :-1] & kept[:, 1:], kept[:, [0]] & kept[:, [-1]]):
+        p = rate if column is kept else rate**2
+        hits = column.sum(axis=0)
+        z = (hits - draws * p) / np.sqrt(draws * p * (1 - p))
+        assert np.all(np.abs(z) < 5.0), z
 
 
 def test_fixed_size_sampler_is_uniform_without_replacement():

@@ -96,7 +96,7 @@ from ..privacy import events as ev
 from ..result import DPResult
 from .cheb import AngleAverage, angle_between, cheb, gradient_average
 from .model import PAPER_C_GRAD, default_gradient_clip
-from .plan import fit_remaining, plan_run
+from .plan import PLAN_ORDERS, fit_remaining, plan_run
 
 __all__ = ["LineSearchHyper", "dp_blsgd", "dp_blgd", "dp_blsgd_ac", "METHODS", "DEFAULT_ETA0", "ETA0_R2",
            "BUDGET_INCREASES"]
@@ -218,10 +218,12 @@ class LineSearchHyper:
         (:func:`dpopt.oracles.public_normalizer`).  The data's own n is never
         used: it differs between add/remove neighbours (issue 14, finding 3).
     orders:
-        Candidate Rényi orders (default :data:`dpopt.privacy.DEFAULT_ORDERS`;
-        Lemma 4 covers integer orders only, the accountant's other bounds cover
-        the fractional ones).  The run's filter order is the one among them at
-        which the planned iterations fit with the largest budgets (``info["filter_order"]``).
+        Candidate Rényi orders of a ledger the run makes (default
+        :data:`dpopt.linesearch.plan.PLAN_ORDERS`, the integer orders ≥ 2 of
+        :data:`dpopt.privacy.DEFAULT_ORDERS`: Lemma 4 covers integer orders, and
+        their curves cost a third of the fractional ones' whenever CHEB changes a
+        budget).  The run's filter order is the one among them at which the planned
+        iterations fit with the largest budgets (``info["filter_order"]``).
     max_iter:
         Cap on outer iterations below the plan (the budget is then not all spent).
     trajectory:
@@ -339,7 +341,7 @@ def _descend(model, epsilon, delta, rng, hyper: LineSearchHyper, *, method: str,
                 "delta must be in (0, 1): the RDP accounting of chen2020 §4.3 needs delta > 0"
             )
     ledger, epsilon, delta = run_ledger(ledger, epsilon, delta, accountant="rdp",
-                                        orders=hyper.orders)
+                                        orders=PLAN_ORDERS if hyper.orders is None else hyper.orders)
     rng = as_generator(rng)
     c_grad = hyper.clip_for(model, adaptive=adaptive_clipping)
     plan = plan_run(hyper, ledger=ledger, epsilon=epsilon, delta=delta, rate=rate,

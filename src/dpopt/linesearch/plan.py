@@ -16,9 +16,12 @@ noisy record count when one is released first, fit the budget at one
 Rényi order α.  That α is fixed as the ledger's filter order (Feldman &
 Zrnic 2021, Thm 3.1; see :mod:`dpopt.linesearch.algorithms`).  Everything
 here is computed from public quantities (ε, δ, q, C_grad, C_obj, the
-planned count), so the plan reveals nothing about the data; the loop
-then stops after the planned iterations, or earlier if CHEB's increases
-use up the reserve (the filter refuses the next charge).
+planned count), so the plan reveals nothing about the data.  The loop
+makes the planned iterations: a CHEB retry is made only if it leaves the
+iterations still planned their budgets, and after a failed search the
+budgets in force shrink (as ε_iter) if the rest no longer fits
+(:func:`fit_remaining`).  It stops earlier only if a ledger refuses the
+next iteration (a ledger shared with other runs, a parent's budget).
 """
 
 from __future__ import annotations
@@ -32,9 +35,13 @@ from scipy import optimize
 from ..oracles import gaussian_sigma, line_search_event
 from ..privacy import PoissonSampler
 from ..privacy import events as ev
-from ..privacy.rdp import rdp_budget_per_order, rdp_curve
+from ..privacy.rdp import DEFAULT_ORDERS, rdp_budget_per_order, rdp_curve
 
-__all__ = ["Plan", "plan_run", "RESERVE"]
+__all__ = ["Plan", "plan_run", "fit_remaining", "RESERVE", "PLAN_ORDERS"]
+
+#: The integer orders α ≥ 2 of :data:`~dpopt.privacy.rdp.DEFAULT_ORDERS` (chen2020 Lemma 4's
+#: orders): the grid of a ledger DP-BLSGD makes, and the candidates for its filter order.
+PLAN_ORDERS: tuple = tuple(float(a) for a in DEFAULT_ORDERS if a >= 2.0 and a == round(a))
 
 #: Share of the planned composition held back for CHEB's extra gradients and line searches
 #: (each failed search costs one more of each, at budgets that grow by 1 + ξ).  Measured with
@@ -43,6 +50,8 @@ __all__ = ["Plan", "plan_run", "RESERVE"]
 RESERVE = 0.1
 #: Relative precision of the calibrated ε_iter (log scale): a smaller ε_iter only wastes budget.
 _LOG_TOL = 1e-4
+#: The same for :func:`fit_remaining`, which runs after every failed search (1 % is plenty there).
+_RESCALE_TOL = 1e-2
 
 
 @dataclass(frozen=True)
@@ -107,10 +116,10 @@ def _fits(hyper, rate, orders, room, rho, bt) -> np.ndarray:
     return np.nan_to_num(n, nan=0.0)
 
 
-def _largest(gap, start: float, cap: float | None = None) -> float | None:
-    """The largest u (≤ ``cap``) with ``gap(u) ≥ 0`` for a decreasing ``gap``, to :data:`_LOG_TOL`;
-    None if there is none within 40 (log units) below ``start``."""
-    step = math.log(4.0)
+def _largest(gap, start: float, cap: float | None = None, *, step: float = math.log(4.0),
+             tol: float = _LOG_TOL) -> float | None:
+    """The largest u (≤ ``cap``) with ``gap(u) ≥ 0`` for a decreasing ``gap``, to ``tol``, bracketing
+    in steps of ``step``; None if there is none within 40 (log units) below ``start``."""
     lo = start if cap is None else min(start, cap)
     floor = lo - 40.0
     while gap(lo) < 0.0:
@@ -124,9 +133,9 @@ def _largest(gap, start: float, cap: float | None = None) -> float | None:
         if cap is not None and hi >= cap:
             return cap
         lo, hi = hi, hi + step if cap is None else min(hi + step, cap)
-    u = optimize.brentq(gap, lo, hi, xtol=_LOG_TOL)
+    u = optimize.brentq(gap, lo, hi, xtol=tol)
     while gap(u) < 0.0:
-        u -= _LOG_TOL
+        u -= tol
     return u
 
 
@@ -182,5 +191,5 @@ def fit_remaining(hyper, *, ledger, rate: float, remaining: int, rho: float, bt:
     def gap(u: float) -> float:
         return math.log(max(float(_fits(hyper, rate, orders, room, *scaled(u)).max()), 1e-300)) - target
 
-    u = _largest(gap, 0.0, cap=0.0)
+    u = _largest(gap, 0.0, cap=0.0, step=math.log(1.25), tol=_RESCALE_TOL)  # usually a few % down
     return (rho, bt) if u is None else scaled(u)

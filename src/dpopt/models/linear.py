@@ -121,7 +121,7 @@ class LinearModel(PrivateModel):
             yield obj.X, obj.y, obj.row_norms
             return
         indices = np.asarray(indices)
-        if indices.ndim != 1 or not np.issubdtype(indices.dtype, np.integer):
+        if indices.ndim != 1 or indices.dtype.kind not in "iu":  # (dtype.kind: cheaper than issubdtype)
             raise ValueError(
                 "indices must be a 1-D integer array of record indices, "
                 f"got shape {indices.shape} and dtype {indices.dtype}"

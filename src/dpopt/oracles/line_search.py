@@ -188,7 +188,7 @@ def _queries(ray: Ray, steps: np.ndarray, alpha: float) -> np.ndarray:
 
 def above_threshold_search(ray: Ray, steps: np.ndarray, *, alpha: float, budget: float,
                            noise: str = "laplace", ledger=None, rng=None, sampler=None,
-                           lazy: bool = False) -> np.ndarray:
+                           lazy: bool = False, event: ev.AboveThreshold | None = None) -> np.ndarray:
     """Index of the first candidate in ``steps`` (last axis) whose noisy Armijo query clears the
     noisy threshold, −1 where none does (Algorithm 1, lines 4–12).
 
@@ -196,12 +196,15 @@ def above_threshold_search(ray: Ray, steps: np.ndarray, *, alpha: float, budget:
     non-private Armijo test and charges nothing.  Otherwise the event of
     :func:`line_search_event` (amplified by ``sampler``, the sampler that drew
     the ray's records) is charged to ``ledger`` before any noise is drawn.
-    ``ray`` with batch shape ``(R,)`` runs R searches under one charge.
+    ``ray`` with batch shape ``(R,)`` runs R searches under one charge.  ``event``, when
+    given, is that event already built (``line_search_event(budget, ray.sensitivity, noise)``,
+    as :class:`~dpopt.oracles.PrivateOracle` caches it).
     """
     if math.isinf(budget):
         above = _queries(ray, steps, alpha) >= 0.0
         return np.where(above.any(axis=-1), np.argmax(above, axis=-1), -1)
-    event = line_search_event(budget, ray.sensitivity, noise)
+    if event is None:
+        event = line_search_event(budget, ray.sensitivity, noise)
     if not lazy:
         return mech.above_threshold(_queries(ray, steps, alpha), event=event, ledger=ledger,
                                     rng=rng, sampler=sampler)

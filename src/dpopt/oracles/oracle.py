@@ -113,26 +113,34 @@ class PrivateOracle:
         #: Expected number of records per release, q·N (m for fixed-size batches): the public
         #: divisor of every sum.
         self.weight = float(self.sampler.batch_size) if self._fixed else self.rate * self.normalizer.count
-        self._events: dict = {}  # events by (kind, budget, threshold): built once, re-used
+        self._events: dict = {}  # (mechanism event, charged event) by (kind, budget, threshold)
+        #: Armijo queries asked by the lazy line searches so far (public: each search's outcome).
+        self.queries = 0
 
     # -- events -----------------------------------------------------------------------------
     def wrap(self, event: ev.Event) -> ev.Event:
         """``event`` as this oracle charges it: amplified by its sampler when q < 1."""
         return self.sampler.wrap(event) if self.sampler is not None else event
 
+    def _event(self, kind: str, budget: float) -> tuple[ev.Event, ev.Event]:
+        """(mechanism event, charged event) of one gradient or line search, built once per budget."""
+        key = (kind, budget, self.c_grad if kind == "gradient" else self.c_obj)
+        pair = self._events.get(key)
+        if pair is None:
+            if kind == "gradient":
+                inner = ev.Gaussian(gaussian_sigma(budget, self.c_grad), self.c_grad)
+            else:
+                inner = line_search_event(budget, self.c_obj, self.noise)
+            pair = self._events[key] = (inner, self.wrap(inner))
+        return pair
+
     def gradient_event(self, rho: float) -> ev.Event:
         """The event one Gaussian gradient with budget ρ charges (amplified when q < 1)."""
-        key = ("gradient", rho, self.c_grad)
-        if key not in self._events:
-            self._events[key] = self.wrap(ev.Gaussian(gaussian_sigma(rho, self.c_grad), self.c_grad))
-        return self._events[key]
+        return self._event("gradient", rho)[1]
 
     def line_search_event(self, budget: float) -> ev.Event:
         """The event one line search with budget ε_BT (or ρ_BT) charges."""
-        key = ("line_search", budget, self.c_obj)
-        if key not in self._events:
-            self._events[key] = self.wrap(line_search_event(budget, self.c_obj, self.noise))
-        return self._events[key]
+        return self._event("line_search", budget)[1]
 
     def can_afford(self, *events: ev.Event) -> bool:
         """Whether the ledger can still pay for all ``events`` together."""
@@ -182,7 +190,7 @@ class PrivateOracle:
 
     def noisy_gradient(self, w, rho: float) -> np.ndarray:
         """:meth:`gaussian_gradient` with σ = C_grad/√(2ρ): (α, αρ)-RDP before amplification."""
-        return self.gaussian_gradient(w, gaussian_sigma(rho, self.c_grad))
+        return self.gradient(w, self._event("gradient", rho)[0])
 
     def laplace_gradient(self, w, scale: float) -> np.ndarray:
         """(Σ_B clip(∇f_i, C) + Laplace(scale)ᵈ)/(q·N) + ∇r(w): ε = √d·C/scale (‖v‖₁ ≤ √d‖v‖₂)."""
@@ -201,9 +209,12 @@ class PrivateOracle:
         :func:`~dpopt.oracles.line_search.above_threshold_search`.
         """
         ray = self.ray(w, g, self.batch(w))
-        return above_threshold_search(ray, steps, alpha=alpha, budget=budget, noise=self.noise,
-                                      ledger=self.ledger, rng=self.rng, sampler=self.sampler,
-                                      lazy=self.lazy)
+        event = None if math.isinf(budget) else self._event("line_search", budget)[0]
+        index = above_threshold_search(ray, steps, alpha=alpha, budget=budget, noise=self.noise,
+                                       ledger=self.ledger, rng=self.rng, sampler=self.sampler,
+                                       lazy=self.lazy, event=event)
+        self.queries += int(np.sum(np.where(index >= 0, index + 1, steps.shape[-1])))
+        return index
 
     def select_step(self, w, direction, steps, *, epsilon: float) -> int:
         """NoisyMax: the index of a step in ``steps``, P ∝ exp(−ε·f(w − η d)/(2 C_obj)) (ε-DP).
@@ -224,4 +235,4 @@ class PrivateOracle:
     def describe(self) -> dict:
         """Public facts of the oracle for a result's ``info``: rate, q·N, the normalizer."""
         return {"rate": self.rate, "expected_batch_size": self.weight,
-                "normalizer": self.normalizer.describe()}
+                "normalizer": self.normalizer.describe(), "line_search_queries": self.queries}

@@ -842,10 +842,14 @@ class RDPAccountant(AccountantBase):
 
     def order_index(self, order: float) -> int:
         """The position of ``order`` in :attr:`orders` (``ValueError`` if it is not there)."""
-        hits = np.flatnonzero(self._orders == float(order))
-        if hits.size == 0:
-            raise ValueError(f"order {order!r} is not one of this accountant's orders")
-        return int(hits[0])
+        key = ("index", order)
+        cached = self._terms.get(key)
+        if cached is None:
+            hits = np.flatnonzero(self._orders == float(order))
+            if hits.size == 0:
+                raise ValueError(f"order {order!r} is not one of this accountant's orders")
+            cached = self._terms[key] = int(hits[0])
+        return cached
 
     def _epsilon_of(self, curve: np.ndarray, delta: float, order: float | None) -> float:
         terms = self._terms_at(delta)

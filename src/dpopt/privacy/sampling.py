@@ -27,14 +27,21 @@ _SCAN_ENTRIES = 64
 # Sorting n random keys costs about this many times less per entry than the
 # distinct-draw path per draw (measured; see uses_key_sort).
 _KEY_COST_RATIO = 3.0
+# Above this Poisson rate one uniform per row beats Geometric gaps (both exact).
+_GAP_RATE_MAX = 0.25
 
 
 class PoissonSampler:
     """Keep each of n records independently with probability ``rate`` (add/remove-one relation).
 
-    Drawn as a Binomial(n, rate) size followed by a uniform subset of that
-    size, which has exactly the Poisson-sampling distribution and costs
-    O(rate·n) instead of n uniform draws.
+    Drawn as the gaps of a Bernoulli(rate) process: the gaps between kept
+    indices (and the first index + 1) are i.i.d. Geometric(rate), so the
+    running sums of Geometric draws below n are exactly a Poisson sample,
+    already sorted, at O(rate·n) cost.  For rates above
+    :data:`_GAP_RATE_MAX` one uniform per row is cheaper (also exact).
+    Measured (numpy Generator): 25 µs vs 50 µs per sample at n = 32,561,
+    q = 0.02, and 0.14 ms vs 0.52 ms at n = 1e6, q = 0.01, against the
+    previous Binomial size + ``choice(replace=False)`` + sort.
     """
 
     scheme = ev.POISSON
@@ -48,8 +55,17 @@ class PoissonSampler:
     def indices(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """Sorted indices of one Poisson sample of ``range(n)``."""
         n = check_int("n", n)
-        size = rng.binomial(n, self.rate)
-        return np.sort(rng.choice(n, size=size, replace=False))
+        q = self.rate
+        if q > _GAP_RATE_MAX:
+            return np.flatnonzero(rng.random(n) < q)
+        mean = n * q  # draw enough gaps to pass n almost always (mean + 6 sd), then top up
+        chunk = int(mean + 6.0 * math.sqrt(mean * (1.0 - q))) + 16
+        positions = np.cumsum(rng.geometric(q, size=chunk)) - 1
+        parts = [positions]
+        while parts[-1][-1] < n:
+            parts.append(parts[-1][-1] + np.cumsum(rng.geometric(q, size=chunk)))
+        positions = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        return positions[: np.searchsorted(positions, n)]
 
     def mask(self, n: int, rng: np.random.Generator, repetitions: int) -> np.ndarray:
         """Boolean (repetitions, n) membership mask, one independent sample per row."""
