@@ -70,8 +70,8 @@ Cost.  The simulator's rounds are overhead-bound: about 0.9 ms of CPU per
 round with 2 active nodes and 5 repetitions, 5.2 ms with all 20 nodes active
 (Fashion-MNIST sizes, measured here).  One (data set, regularizer) pair with
 every ε, ι ∈ {0.1, 0.2} and [19], both accountings and 5 seeds at one edge
-count is 28 runs, about 4 minutes of CPU; the full configuration (5 pairs,
-1 and 2 edges) about 40 minutes.  With the paper's b = 1 every run of
+count is 28 runs: 1.5 (Adult) to 3.6 (Fashion-MNIST) minutes of CPU
+measured; the full configuration (5 pairs, 1 and 2 edges) about 25 minutes.  With the paper's b = 1 every run of
 Algorithm 1 would take b times the rounds (90,000 at ι = 0.1 on
 Fashion-MNIST).
 
