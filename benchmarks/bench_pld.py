@@ -16,7 +16,12 @@
 3. Cost per sample of the floating-point-safe samplers (exact discrete Laplace
    and discrete Gaussian from the OS CSPRNG, and Mironov's snapping mechanism)
    against numpy's float samplers.
-4. A PLD ledger charged step by step up to its budget (σ calibrated by PLD
+4. Agreement beyond the Gaussian: Poisson-subsampled Laplace and a mixed
+   composition (subsampled Gaussian steps + Laplace releases + one Gaussian)
+   against dp-accounting's PLD (h = 1e-4) and the PRV accountant's bracket.
+5. The families' default (``accountant="auto"`` = PLD): σ each one calibrates
+   by RDP and by PLD for its planned run, and the ε PLD certifies at RDP's σ.
+6. A PLD ledger charged step by step up to its budget (σ calibrated by PLD
    for T steps, then ``can_afford`` + ``charge`` until refused, then
    ``spent()``): the ledger's check (certified states, RDP first) against
    the check it replaced (copy the accountant, compose, convert: one PLD
@@ -140,6 +145,65 @@ def secure_noise_cost(samples: int) -> None:
         print(f"{name:<34} {per * 1e6:>9.3f} us/sample  ({per / base:,.0f}x numpy Laplace)")
 
 
+def agreement(repeats: int) -> None:
+    import dp_accounting as dpa
+    from prv_accountant import PRVAccountant
+    from prv_accountant.privacy_random_variables import (
+        GaussianMechanism,
+        LaplaceMechanism,
+        PoissonSubsampledGaussianMechanism,
+    )
+
+    def dpa_eps(event, delta):
+        return dpa.pld.PLDAccountant(value_discretization_interval=1e-4).compose(event).get_epsilon(delta)
+
+    print("\n== agreement: subsampled Laplace and a mixed composition (h = 1e-4) ==")
+    print(f"{'case':<44} {'dpopt':>9} {'dp-acc.':>9} {'PRV [low, high]':>20} {'t dpopt':>8} {'t dp-acc.':>9}")
+    lap, lap_ref = (ev.SelfComposed(ev.Subsampled(ev.Laplace(2.0), 0.05, "poisson"), 300),
+                    dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(0.05, dpa.LaplaceDpEvent(2.0)), 300))
+    t_ours, ours = timed(lambda: (clear_pld_caches(), PLDAccountant().compose(lap).get_epsilon(1e-5))[1], repeats)
+    t_ref, ref = timed(lambda: dpa_eps(lap_ref, 1e-5), repeats)
+    print(f"{'Laplace b=2, q=0.05, 300 steps, delta 1e-5':<44} {ours:>9.4f} {ref:>9.4f} {'':>20} {t_ours:>8.3f} "
+          f"{t_ref:>9.3f}")
+    mixed = ev.Composed((ev.SelfComposed(ev.Subsampled(ev.Gaussian(1.0), 0.01, "poisson"), 1000),
+                         ev.SelfComposed(ev.Laplace(20.0), 50), ev.Gaussian(8.0, 2.0)))
+    mixed_ref = dpa.ComposedDpEvent([
+        dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(0.01, dpa.GaussianDpEvent(1.0)), 1000),
+        dpa.SelfComposedDpEvent(dpa.LaplaceDpEvent(20.0), 50), dpa.GaussianDpEvent(4.0)])
+    t_ours, ours = timed(lambda: (clear_pld_caches(), PLDAccountant().compose(mixed).get_epsilon(1e-6))[1], repeats)
+    t_ref, ref = timed(lambda: dpa_eps(mixed_ref, 1e-6), repeats)
+    prv = PRVAccountant(prvs=[PoissonSubsampledGaussianMechanism(noise_multiplier=1.0, sampling_probability=0.01),
+                              LaplaceMechanism(mu=0.05), GaussianMechanism(noise_multiplier=4.0)],
+                        max_self_compositions=[1000, 50, 1], eps_error=0.01, delta_error=1e-10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        low, _, high = prv.compute_epsilon(delta=1e-6, num_self_compositions=[1000, 50, 1])
+    print(f"{'1000 x Gauss(q=.01,z=1) + 50 x Lap(20) + Gauss':<44} {ours:>9.4f} {ref:>9.4f} "
+          f"{f'[{low:.4f}, {high:.4f}]':>20} {t_ours:>8.3f} {t_ref:>9.3f}")
+
+
+def family_defaults() -> None:
+    from dpopt.privacy.calibration import calibrate_run, run_accountant
+
+    def sgd(q, steps, sensitivity=1.0, scheme="poisson"):
+        return lambda s: ev.SelfComposed(ev.Subsampled(ev.Gaussian(s, sensitivity), q, scheme), steps)
+
+    cases = [
+        ("dp-sgd (linesearch), q=0.1, T=100", sgd(0.1, 100), 1.0, 1e-5),
+        ("outpert, one Gaussian release", lambda s: ev.Gaussian(s), 1.0, 1e-6),
+        ("neural dp-sgd, q=0.005, T=1000", sgd(0.005, 1000), 1.0, 1e-5),
+        ("dualavg hidden activation, rate 1e-3, T=3000", sgd(1e-3, 3000, 2.0, "without_replacement"), 0.5, 1e-5),
+    ]
+    print("\n== the families' default: sigma by RDP and by PLD, and PLD's epsilon at RDP's sigma ==")
+    print(f"{'family, planned run':<46} {'eps':>5} {'sigma RDP':>10} {'sigma PLD':>10} {'ratio':>6} "
+          f"{'eps PLD @ sigma RDP':>20}")
+    for name, event_of, eps, delta in cases:
+        by_rdp = calibrate_run(event_of, eps, delta, run_accountant("rdp"))
+        by_pld = calibrate_run(event_of, eps, delta, run_accountant("pld"))
+        at_rdp = run_accountant("pld").compose(event_of(by_rdp)).get_epsilon(delta)
+        print(f"{name:<46} {eps:>5g} {by_rdp:>10.4f} {by_pld:>10.4f} {by_pld / by_rdp:>6.3f} {at_rdp:>20.4f}")
+
+
 def _run_ledger(ledger, pattern, limit: int) -> int:
     charges = 0
     while charges < limit and all(ledger.can_afford(e) for e in pattern):
@@ -201,6 +265,8 @@ def main() -> None:
     accounting(2250, 0.04, 1.5, 1e-5, args.repeats)  # Opacus's reference case
     sigma_table(0.01, 1000, 1e-5)
     secure_noise_cost(args.samples)
+    agreement(args.repeats)
+    family_defaults()
     ledger_speed(0.01, args.ledger_steps, args.delta, args.naive_steps)
 
 
