@@ -84,8 +84,10 @@ def test_each_saved_event_log_is_rechecked_by_dpopt_account(demo):
     assert done.returncode == 0, done.stderr
     assert record["notion"] == "pld"  # DP-SGD calibrates by the tightest accountant
     pld = next(r for r in json.loads(done.stdout)["results"] if r["accountant"] == "pld")
-    # The same events through the same accountant (its grid may be finer than the ledger's).
-    assert pld["epsilon"] == pytest.approx(record["epsilon"], rel=1e-2)
+    # The same events through the same accountant at a finer grid (1e-4 against the run's 1e-3):
+    # never above the record, and within the coarser grid's discretization error of it.
+    assert pld["epsilon"] <= record["epsilon"] * (1 + 1e-9)
+    assert pld["epsilon"] == pytest.approx(record["epsilon"], rel=5e-2)
     assert pld["epsilon"] <= 0.4 * (1 + 1e-6)
     rdp = next(r for r in json.loads(done.stdout)["results"] if r["accountant"] == "rdp")
     assert pld["epsilon"] < rdp["epsilon"]  # RDP, shown beside it, would have needed more noise
