@@ -366,11 +366,11 @@ def _descend(model, epsilon, delta, rng, hyper: LineSearchHyper, *, method: str,
     last = min(plan.iterations, hyper.max_iter)
 
     while t < last:
-        if not oracle.can_afford(oracle.gradient_event(rho), oracle.line_search_event(bt)):
+        planned_step = oracle.step_event(rho, bt)  # a gradient and a line search, composed
+        if not oracle.can_afford(planned_step):
             stop = "budget"
             break
         charged_before = stats.gradients + stats.line_searches  # one event per release
-        planned_step = (oracle.gradient_event(rho), oracle.line_search_event(bt))
         g = oracle.noisy_gradient(w, rho)
         stats.gradients += 1
         eta, shrunk = 0.0, False
@@ -385,7 +385,7 @@ def _descend(model, epsilon, delta, rng, hyper: LineSearchHyper, *, method: str,
             rest = last - t - 1  # a retry must leave the iterations still planned their budgets
             retry = [oracle.line_search_event((1.0 + hyper.xi) * bt)]  # the larger of CHEB's two outcomes
             if rest:
-                retry.append(ev.SelfComposed(ev.Composed(planned_step), rest))
+                retry.append(ev.SelfComposed(planned_step, rest))
             if increase == "cheb":
                 if not oracle.can_afford(oracle.gradient_event(rho), *retry):
                     break

@@ -153,7 +153,14 @@ class Ray:
                     "(the realized size is data-dependent under Poisson sampling)"
                 )
             weight = model.n
-        weight = check_positive("weight", weight)
+        return cls._along(model, w, g, cap, indices, check_positive("weight", weight), query)
+
+    @classmethod
+    def _along(cls, model: PrivateModel, w: np.ndarray, g: np.ndarray, cap: float, indices,
+               weight: float, query: str) -> Ray:
+        """:meth:`of_model` on arguments already validated (float arrays, cap and weight > 0, a
+        known query): the path of :class:`~dpopt.oracles.PrivateOracle`, whose constructor
+        checked them once."""
         mu = model.l2
         ww = np.einsum("...i,...i->...", w, w)
         wg = np.einsum("...i,...i->...", w, g)

@@ -37,6 +37,8 @@ convex models) and :mod:`dpopt.neural` (DP-BLSGD on networks, chen2020 §5.7).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .._validation import check_choice, check_int, check_open_unit, check_positive
@@ -158,9 +160,18 @@ def noisy_btls_step(oracle, w, g, *, eta0: float, budget: float, alpha: float, b
     The candidates η₀ β^{i−1} (Algorithm 1, lines 5 and 11) are asked by the
     oracle's AboveThreshold query (:meth:`~dpopt.oracles.PrivateOracle.line_search`).
     """
-    steps = candidate_steps(eta0, beta, max_it)
-    index = oracle.line_search(w, g, steps, alpha=alpha, budget=budget)
+    steps = _ladder(float(eta0), float(beta), int(max_it))
+    index = int(oracle.line_search(w, g, steps, alpha=alpha, budget=budget))
     return float(steps[index]) if index >= 0 else 0.0
+
+
+@functools.lru_cache(maxsize=64)
+def _ladder(eta0: float, beta: float, max_it: int) -> np.ndarray:
+    """:func:`candidate_steps` of a scalar η₀, built once per (η₀, β, max_it) and read-only: a
+    run's η₀ changes only at an intelligent-backtracking reset (every τ iterations)."""
+    steps = candidate_steps(eta0, beta, max_it)
+    steps.setflags(write=False)
+    return steps
 
 
 def reset_initial_step(eta0: float, chosen, varsigma: float) -> float:

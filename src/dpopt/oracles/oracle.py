@@ -45,7 +45,16 @@ from ..privacy import mechanisms as mech
 from .line_search import NOISES, QUERIES, Ray, above_threshold_search, line_search_event
 from .normalizer import Normalizer
 
-__all__ = ["PrivateOracle", "gaussian_sigma"]
+__all__ = ["PrivateOracle", "gaussian_sigma", "EAGER_ENTRIES"]
+
+#: A lazy oracle's line search evaluates every candidate in one pass (one
+#: :func:`~dpopt.privacy.mechanisms.above_threshold` call) when q·N × (number of candidates)
+#: is at most this many loss entries: below it, the per-candidate Python round trips of an
+#: :class:`~dpopt.privacy.mechanisms.AboveThresholdSession` cost more than the extra
+#: evaluations (DP-BLSGD, 200-row minibatches, 15 candidates: see
+#: ``benchmarks/bench_linesearch.py --sections floor``).  The choice depends on public
+#: quantities only; the event and the output distribution are the same either way.
+EAGER_ENTRIES = 4096
 
 
 def gaussian_sigma(rho: float, clip: float) -> float:
@@ -142,6 +151,16 @@ class PrivateOracle:
         """The event one line search with budget ε_BT (or ρ_BT) charges."""
         return self._event("line_search", budget)[1]
 
+    def step_event(self, rho: float, budget: float) -> ev.Event:
+        """One gradient (ρ) and one line search (ε_BT or ρ_BT) composed, as charged; built once
+        per (ρ, budget, C_grad, C_obj)."""
+        key = ("step", rho, budget, self.c_grad, self.c_obj)
+        event = self._events.get(key)
+        if event is None:
+            event = self._events[key] = ev.Composed((self.gradient_event(rho),
+                                                     self.line_search_event(budget)))
+        return event
+
     def can_afford(self, *events: ev.Event) -> bool:
         """Whether the ledger can still pay for all ``events`` together."""
         event = events[0] if len(events) == 1 else ev.Composed(events)
@@ -199,8 +218,8 @@ class PrivateOracle:
 
     def ray(self, w, g, indices=None) -> Ray:
         """The clipped loss of ``indices`` along w − η g, weighted by the public q·N (not released)."""
-        return Ray.of_model(self.model, w, g, cap=self.c_obj, indices=indices, weight=self.weight,
-                            query=self.query)
+        return Ray._along(self.model, np.asarray(w, dtype=float), np.asarray(g, dtype=float),
+                          self.c_obj, indices, self.weight, self.query)
 
     def line_search(self, w, g, steps, *, alpha: float, budget: float):
         """AboveThreshold over the Armijo queries at ``steps`` along w − η g on a fresh batch.
@@ -210,10 +229,17 @@ class PrivateOracle:
         """
         ray = self.ray(w, g, self.batch(w))
         event = None if math.isinf(budget) else self._event("line_search", budget)[0]
+        # A lazy oracle asks one candidate at a time unless the whole ladder is cheaper than the
+        # per-candidate round trips (public q·N and k only; same event, same output distribution).
+        lazy = self.lazy and self.weight * steps.shape[-1] > EAGER_ENTRIES
         index = above_threshold_search(ray, steps, alpha=alpha, budget=budget, noise=self.noise,
                                        ledger=self.ledger, rng=self.rng, sampler=self.sampler,
-                                       lazy=self.lazy, event=event)
-        self.queries += int(np.sum(np.where(index >= 0, index + 1, steps.shape[-1])))
+                                       lazy=lazy, event=event)
+        if np.ndim(index) == 0:  # one search: Python arithmetic
+            index = int(index)
+            self.queries += index + 1 if index >= 0 else steps.shape[-1]
+        else:
+            self.queries += int(np.sum(np.where(index >= 0, index + 1, steps.shape[-1])))
         return index
 
     def select_step(self, w, direction, steps, *, epsilon: float) -> int:
