@@ -207,7 +207,10 @@ class LineSearchHyper:
         next one starts with a fresh gradient.
     lazy:
         Evaluate line-search queries one at a time (AboveThresholdSession) rather
-        than all candidates in one product; same output distribution.
+        than all candidates in one product; same output distribution.  Below
+        :data:`dpopt.oracles.oracle.EAGER_ENTRIES` loss entries per search
+        (q·N × ``max_it``; 200-row minibatches) all candidates are evaluated in
+        one pass anyway: cheaper than the per-candidate round trips.
     w0:
         Data-independent starting point (default zeros; Algorithm 2 line 2 says
         "randomly", which any public choice satisfies).

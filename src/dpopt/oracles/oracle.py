@@ -93,7 +93,8 @@ class PrivateOracle:
     noise, query, lazy:
         The line search's noise (``"laplace"``/``"gaussian"``), what its queries
         measure (``"objective"``/``"decrease"``, :meth:`~dpopt.oracles.Ray.of_model`)
-        and whether they are evaluated one at a time.
+        and whether they are evaluated one at a time (a lazy oracle still asks all candidates
+        in one pass when q·N × candidates ≤ :data:`EAGER_ENTRIES`).
     """
 
     def __init__(self, model: PrivateModel, *, ledger: Ledger, rng: np.random.Generator,
