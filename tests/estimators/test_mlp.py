@@ -55,3 +55,14 @@ def test_bad_parameters(kwargs, match):
     args.update(kwargs)
     with pytest.raises(ValueError, match=match):
         DPMLPClassifier(**args).fit(X, y)
+
+
+def test_secure_noise_fit_releases_through_the_discrete_gaussian():
+    from dpopt.privacy import events as ev
+
+    X, y = _data(n=200)
+    clf = DPMLPClassifier((4,), epsilon=4.0, delta=1e-5, epochs=1, batch_rate=0.1, classes=["no", "yes"],
+                          n_public=200, random_state=0, secure_noise=True).fit(X, y)
+    assert clf.result_.info["secure_noise"] is True
+    assert [type(e.event) for e in clf.result_.events] == [ev.DiscreteGaussian] * 10
+    assert clf.privacy_spent_["epsilon"] <= 4.0 * (1 + 1e-9)

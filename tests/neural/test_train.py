@@ -185,3 +185,16 @@ def test_decrease_along_matches_plain_forward_passes(kind):
         expected.append(float((base - model.losses_tensor(idx)).clamp(-0.05, 0.05).sum()))
     assert np.allclose(values, expected, rtol=1e-10, atol=1e-12)
     assert model.decrease_along_tensor(w, d, np.array([], dtype=int), 0.05)(np.array([0.3]))[0] == 0.0
+
+
+def test_secure_noise_training_charges_discrete_gaussians_within_budget():
+    X, y = _data(n=200)
+    out = train(_net(), (X, y), method="dp-sgd", n_public=200, epsilon=3.0, delta=1e-5, steps=20, batch_rate=0.2,
+                clip=1.0, seed=4, secure_noise=True)
+    result = out.result
+    assert result.info["secure_noise"] is True and result.info["stop"] == "completed"
+    assert all(isinstance(e.event, ev.DiscreteGaussian) for e in result.events)
+    assert 2.9 < result.epsilon <= 3.0 * (1 + 1e-9)  # z calibrated for the discrete event that is charged
+    plain = train(_net(), (X, y), method="dp-sgd", n_public=200, epsilon=3.0, delta=1e-5, steps=20,
+                  batch_rate=0.2, clip=1.0, seed=4)
+    assert result.info["noise_multiplier"] == pytest.approx(plain.result.info["noise_multiplier"], rel=0.01)

@@ -34,6 +34,7 @@ from .._validation import check_choice, check_int, check_open_unit, check_positi
 from ..oracles import LineSearchOracle, gaussian_sigma, noisy_btls_step, reset_initial_step
 from ..privacy import BudgetExceededError
 from ..privacy import events as ev
+from ..privacy.mechanisms import secure_event
 from ..privacy.torch_noise import gaussian_tensor
 from .model import TorchModel
 
@@ -91,10 +92,19 @@ def _budgets(method: str, z: float, hyper: NeuralHyper) -> tuple[float, float]:
     return rho, 0.0
 
 
-def iteration_event(oracle: LineSearchOracle, method: str, z: float, hyper: NeuralHyper) -> ev.Event:
-    """The (amplified) event of one iteration of ``method`` at noise multiplier z."""
+def iteration_event(oracle: LineSearchOracle, method: str, z: float, hyper: NeuralHyper,
+                    secure_size: int = 0) -> ev.Event:
+    """The (amplified) event of one iteration of ``method`` at noise multiplier z.
+
+    ``secure_size`` > 0: the gradient is released by the exact discrete Gaussian on that many
+    coordinates, so the event is the one :func:`~dpopt.privacy.mechanisms.secure_event` charges.
+    """
     rho_grad, rho_bt = _budgets(method, z, hyper)
-    grad = oracle.gradient_event(rho_grad)
+    if secure_size:
+        clip = oracle.c_grad
+        grad = oracle.wrap(secure_event(ev.Gaussian(gaussian_sigma(rho_grad, clip), clip), secure_size)[0])
+    else:
+        grad = oracle.gradient_event(rho_grad)
     return ev.Composed([grad, oracle.line_search_event(rho_bt)]) if rho_bt else grad
 
 
@@ -107,7 +117,7 @@ def make_oracle(model: TorchModel, *, ledger, rng, rate: float, clip: float, hyp
 
 
 def run(model: TorchModel, method: str, *, oracle: LineSearchOracle, generator, steps: int, z: float,
-        hyper: NeuralHyper, progress=None, callback=None) -> dict:
+        hyper: NeuralHyper, progress=None, callback=None, secure_noise: bool = False) -> dict:
     """Train ``model`` in place for up to ``steps`` iterations; returns the history and stop reason.
 
     The run stops early, keeping the last completed iterate, when the next iteration no longer
@@ -118,7 +128,7 @@ def run(model: TorchModel, method: str, *, oracle: LineSearchOracle, generator, 
     ledger, clip = oracle.ledger, oracle.c_grad
     rho_grad, rho_bt = _budgets(method, z, hyper)
     sigma = gaussian_sigma(rho_grad, clip)
-    step_event = iteration_event(oracle, method, z, hyper)
+    step_event = iteration_event(oracle, method, z, hyper, model.dim if secure_noise else 0)
     lr, eta0, chosen = hyper.step(method), hyper.eta0, []
     w = model.get_tensor()
     m = torch.zeros_like(w)
@@ -133,7 +143,7 @@ def run(model: TorchModel, method: str, *, oracle: LineSearchOracle, generator, 
             idx = None if oracle.sampler is None else oracle.sampler.indices(model.n, oracle.rng)
             total = model.clipped_grad_sum_tensor(idx, clip)
             g = gaussian_tensor(total, sensitivity=clip, sigma=sigma, ledger=ledger, generator=generator,
-                                sampler=oracle.sampler) / oracle.weight
+                                sampler=oracle.sampler, secure_noise=secure_noise) / oracle.weight
             if model.l2:
                 g = g + model.l2 * w
             if method == "dp-sgd":
