@@ -190,10 +190,14 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
 
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        param = next(self.module_.parameters())
+        device = next(self.module_.parameters()).device
+        # in float64: a float32 forward pass rounds differently with the batch's size, so a row's
+        # probabilities would depend (at 1e-7) on which other rows are predicted with it
+        weights = {name: p.detach().double() for name, p in self.module_.named_parameters()}
         with torch.no_grad():
-            logits = self.module_(torch.as_tensor(self._prepare(X), dtype=param.dtype, device=param.device))
-            return torch.softmax(logits, dim=1).cpu().double().numpy()
+            logits = torch.func.functional_call(
+                self.module_, weights, (torch.as_tensor(self._prepare(X), dtype=torch.float64, device=device),))
+            return torch.softmax(logits, dim=1).cpu().numpy()
 
     def predict(self, X):
         """The most probable declared class of every row."""
