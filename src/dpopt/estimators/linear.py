@@ -473,7 +473,7 @@ class DPLogisticRegression(_DPLinearClassifier):
     method:
         ``"auto"`` (the measured table of :mod:`dpopt.estimators._auto`: when ``delta > 0``,
         with r = N̂·ε/d for the count N̂ released first with 2 % of ε, ``"dp-sgd"`` (its
-        measured plan) where r ≥ 20, ``"dp-blsgd"`` where 6 ≤ r < 20, else the private
+        measured plan) where r ≥ 20, ``"dp-blsgd"`` where 10 ≤ r < 20, else the private
         majority class with a :class:`UtilityWarning`; when ``delta = 0``,
         ``"objpert"`` with regularization following n·ε/d, or the private majority class with
         a :class:`UtilityWarning` when n·ε/d² < 0.3) or one
