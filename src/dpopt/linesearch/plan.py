@@ -191,33 +191,5 @@ def fit_remaining(hyper, *, ledger, rate: float, remaining: int, rho: float, bt:
     def gap(u: float) -> float:
         return math.log(max(float(_fits(hyper, rate, orders, room, *scaled(u)).max()), 1e-300)) - target
 
-    u = _largest_below_zero(gap, tol=_RESCALE_TOL)  # usually 5–15 % down
+    u = _largest(gap, 0.0, cap=0.0, step=math.log(1.25), tol=_RESCALE_TOL)  # usually a few % down
     return (rho, bt) if u is None else scaled(u)
-
-
-def _largest_below_zero(gap, *, tol: float, floor: float = -40.0) -> float | None:
-    """The largest u ≤ 0 with ``gap(u) ≥ 0`` for a decreasing ``gap``, to ``tol``; None if there is
-    none above ``floor``.
-
-    As :func:`_largest` with ``cap=0`` and ``step=log 1.25``, by bisection of the bracket instead
-    of Brent's method: at a filter order near the subsampled mechanisms' phase transition the
-    log-count of iterations that fit drops off a cliff just above the root (measured: −10 at
-    u = 0, +0.2 at u = −0.13 on DP-BLSGD with 200-row minibatches), where Brent's interpolation
-    gains nothing; bisection needs 2 + log₂(0.22/tol) evaluations (each builds two RDP curves)
-    against Brent's 10–15.  The returned u always has ``gap(u) ≥ 0``.
-    """
-    hi, g_hi = 0.0, gap(0.0)
-    if g_hi >= 0.0:
-        return 0.0
-    lo = -math.log(1.25)
-    while gap(lo) < 0.0:  # step down until the bracket holds a root
-        if lo < floor:
-            return None
-        hi, lo = lo, lo - math.log(1.25)
-    while hi - lo > tol:
-        mid = 0.5 * (lo + hi)
-        if gap(mid) >= 0.0:
-            lo = mid
-        else:
-            hi = mid
-    return lo
