@@ -99,6 +99,7 @@ def minimize(
     precision: str | None = None,
     private: bool = True,
     ledger: Ledger | None = None,
+    secure_noise: bool = False,
 ) -> DPResult:
     """Minimize ``objective`` with an ε-DP accelerated method of kuru2022.
 
@@ -217,7 +218,7 @@ def minimize(
         feature_bound=feature_bound, batch_size=plan.batch_size, rng=generator, precision=precision
     )
     if private:
-        oracle = PrivateGradientOracle(objective, ledger=ledger, **common)
+        oracle = PrivateGradientOracle(objective, ledger=ledger, secure_noise=bool(secure_noise), **common)
         per_step = oracle.sensitivity / oracle.batch_size
         planned = ev.Composed([oracle.sampler.wrap(ev.Laplace(float(b), per_step))
                                for b in plan.scales[: plan.iterations]])

@@ -183,7 +183,8 @@ class PrivateGradientOracle(_GradientOracle):
     private = True
 
     def __init__(
-        self, objective, *, feature_bound, batch_size=None, ledger: Ledger, rng, precision=None
+        self, objective, *, feature_bound, batch_size=None, ledger: Ledger, rng, precision=None,
+        secure_noise: bool = False,
     ):
         super().__init__(
             objective,
@@ -207,6 +208,7 @@ class PrivateGradientOracle(_GradientOracle):
             ProjectedData(self.data, self.sensitivity / 2.0), ledger=ledger, rng=self._noise_rng,
             sampling_rng=self._sampling_rng, sampler=self.sampler,
             normalizer=Normalizer(float(self.n), "declared"), c_grad=self.sensitivity / 2.0,
+            secure_noise=secure_noise,  # exact discrete Laplace at the same ε (mechanisms.secure_event)
         )
 
     def gradient(self, W: np.ndarray, scale: float) -> np.ndarray:

@@ -85,6 +85,10 @@ def relation_of(method: str) -> str:
 #: Methods that calibrate their noise for a target (ε, δ) and take ``accountant=`` (RDP or PLD).
 CALIBRATED = ("dp-sgd", "outpert")
 
+#: Methods whose noisy releases can go through the exact discrete samplers (``secure_noise=True``):
+#: the calibrated ones, and kuru2022's pure Laplace methods (a discrete Laplace at the same ε).
+SECURE = CALIBRATED + ACCELERATED
+
 
 def notion_of(method: str, delta: float, accountant=None) -> str:
     """The accountant ``method`` composes its events with at budget δ = ``delta`` ("pure": δ unused).
@@ -133,8 +137,8 @@ def fit_linear(
     if method in CALIBRATED and accountant is not None:
         params["accountant"] = accountant
     if secure_noise:
-        if method not in CALIBRATED:
-            raise ValueError(f"secure_noise=True is available for the methods {list(CALIBRATED)}, not {method!r}")
+        if method not in SECURE:
+            raise ValueError(f"secure_noise=True is available for the methods {list(SECURE)}, not {method!r}")
         params["secure_noise"] = True
     return _run(method, loss, X, y, epsilon, delta, regularization, rng, params)
 

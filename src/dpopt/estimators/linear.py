@@ -518,8 +518,10 @@ class DPLogisticRegression(_DPLinearClassifier):
     secure_noise:
         ``True`` releases the noisy gradients (``dp-sgd``) or the noisy
         solution (Gaussian ``outpert``) on a power-of-two grid with exact
-        discrete Gaussian noise from the OS CSPRNG, so its low-order bits say
-        nothing about the data (Mironov 2012); other methods refuse it.
+        discrete Gaussian noise from the OS CSPRNG, and the accelerated
+        methods' gradients with exact discrete Laplace noise at the same ε,
+        so their low-order bits say nothing about the data (Mironov 2012);
+        the other methods refuse it.
 
     Attributes
     ----------
