@@ -82,10 +82,17 @@ class AccountantBase:
         if not isinstance(event, ev.Event):
             return False
         try:
-            self.copy().compose(event)
+            self._guarantee(event)
         except (ValueError, TypeError):
             return False
         return True
+
+    def _guarantee(self, event: ev.Event):
+        """This notion's guarantee of ``event``; raises ValueError or TypeError where it has none.
+
+        The default composes on a copy; subclasses name the cheaper computation they compose with.
+        """
+        return self.copy().compose(event)
 
     def epsilon_after(self, event: ev.Event, delta: float) -> float:
         """The ε :meth:`get_epsilon` would report after composing ``event`` (composes nothing)."""

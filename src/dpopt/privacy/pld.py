@@ -747,15 +747,9 @@ class PLDAccountant(AccountantBase):
         self._known: dict = {"eps": {}, "certified": [], "refuted": []}
 
     # -- composition ------------------------------------------------------------------
-    def supports(self, event: ev.Event) -> bool:
-        """Whether the event can be accounted (by its exact PLD or by the RDP fallback)."""
-        if not isinstance(event, ev.Event):
-            return False
-        try:
-            _plan(event)
-        except (TypeError, ValueError):
-            return False
-        return True
+    def _guarantee(self, event: ev.Event):
+        """The event's plan: its exact PLD parts, or the RDP fallback (raises where neither applies)."""
+        return _plan(event)
 
     def compose(self, event: ev.Event, count: int = 1) -> PLDAccountant:
         """Add ``count`` repetitions of ``event``; returns ``self`` so calls chain."""

@@ -134,13 +134,9 @@ class PureDPAccountant(AccountantBase):
         """Whether the exact total after ``event`` is ≤ ``epsilon`` (composes nothing)."""
         return self._exact + _cached_epsilon(event) <= _units(epsilon)
 
-    def supports(self, event: ev.Event) -> bool:
-        """Whether ``event`` has a pure-DP guarantee."""
-        try:
-            pure_epsilon(event)
-        except (ValueError, TypeError):
-            return False
-        return True
+    def _guarantee(self, event: ev.Event) -> float:
+        """The event's pure ε (raises where it has no pure-DP guarantee)."""
+        return pure_epsilon(event)
 
     def epsilon_after(self, event: ev.Event, delta: float = 0.0) -> float:
         """The ε after composing ``event``, by the same arithmetic as :meth:`compose` (composes nothing)."""

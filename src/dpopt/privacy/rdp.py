@@ -906,15 +906,9 @@ class RDPAccountant(AccountantBase):
         """The ε of the composed curve converted at one ``order`` only."""
         return self._epsilon_of(self._rdp, delta, order)
 
-    def supports(self, event: ev.Event) -> bool:
-        """Whether an RDP curve is known for ``event``."""
-        if not isinstance(event, ev.Event):
-            return False
-        try:
-            _curve(event, self._orders, self._key)
-        except (ValueError, TypeError):
-            return False
-        return True
+    def _guarantee(self, event: ev.Event) -> np.ndarray:
+        """The event's RDP curve at this accountant's orders (raises where none is known)."""
+        return _curve(event, self._orders, self._key)
 
     def describe(self) -> str:
         a = self._orders

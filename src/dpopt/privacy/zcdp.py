@@ -142,13 +142,9 @@ class ZCDPAccountant(AccountantBase):
         """The ε after composing ``event``, by the arithmetic of :meth:`compose` (composes nothing)."""
         return epsilon_from_rho(self._rho + zcdp_rho(event), delta)
 
-    def supports(self, event: ev.Event) -> bool:
-        """Whether ``event`` has a zCDP guarantee here (subsampled events with rate < 1 do not)."""
-        try:
-            zcdp_rho(event)
-        except (ValueError, TypeError):
-            return False
-        return True
+    def _guarantee(self, event: ev.Event) -> float:
+        """The event's ρ (raises where it has no zCDP guarantee here: subsampled events with rate < 1)."""
+        return zcdp_rho(event)
 
     def describe(self) -> str:
         return "zCDP: rho adds up, converted by eps = rho + 2 sqrt(rho log(1/delta)) (Bun & Steinke 2016)"
