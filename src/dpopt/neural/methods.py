@@ -34,7 +34,6 @@ from .._validation import check_choice, check_int, check_open_unit, check_positi
 from ..oracles import LineSearchOracle, gaussian_sigma, noisy_btls_step, reset_initial_step
 from ..privacy import BudgetExceededError
 from ..privacy import events as ev
-from ..privacy.mechanisms import secure_event
 from ..privacy.torch_noise import gaussian_tensor
 from .model import TorchModel
 
@@ -92,32 +91,25 @@ def _budgets(method: str, z: float, hyper: NeuralHyper) -> tuple[float, float]:
     return rho, 0.0
 
 
-def iteration_event(oracle: LineSearchOracle, method: str, z: float, hyper: NeuralHyper,
-                    secure_size: int = 0) -> ev.Event:
-    """The (amplified) event of one iteration of ``method`` at noise multiplier z.
-
-    ``secure_size`` > 0: the gradient is released by the exact discrete Gaussian on that many
-    coordinates, so the event is the one :func:`~dpopt.privacy.mechanisms.secure_event` charges.
-    """
+def iteration_event(oracle: LineSearchOracle, method: str, z: float, hyper: NeuralHyper) -> ev.Event:
+    """The (amplified) event of one iteration of ``method`` at noise multiplier z (with the oracle's
+    ``secure_noise``, the discrete Gaussian its gradient release charges)."""
     rho_grad, rho_bt = _budgets(method, z, hyper)
-    if secure_size:
-        clip = oracle.c_grad
-        grad = oracle.wrap(secure_event(ev.Gaussian(gaussian_sigma(rho_grad, clip), clip), secure_size)[0])
-    else:
-        grad = oracle.gradient_event(rho_grad)
+    grad = oracle.gradient_event(rho_grad)
     return ev.Composed([grad, oracle.line_search_event(rho_bt)]) if rho_bt else grad
 
 
 def make_oracle(model: TorchModel, *, ledger, rng, rate: float, clip: float, hyper: NeuralHyper,
-                n_public: int | None = None):
+                n_public: int | None = None, secure_noise: bool = False):
     """The oracle that owns sampling at rate q, the thresholds, the line-search events and the public
     normalizer q·n_public (without ``n_public`` the data's n is disclosed, with a warning)."""
     return LineSearchOracle(model, ledger=ledger, rng=rng, rate=rate, c_grad=clip, c_obj=hyper.c_obj,
-                            noise="gaussian", lazy=True, query="decrease", n_public=n_public)
+                            noise="gaussian", lazy=True, query="decrease", n_public=n_public,
+                            secure_noise=secure_noise)
 
 
 def run(model: TorchModel, method: str, *, oracle: LineSearchOracle, generator, steps: int, z: float,
-        hyper: NeuralHyper, progress=None, callback=None, secure_noise: bool = False) -> dict:
+        hyper: NeuralHyper, progress=None, callback=None) -> dict:
     """Train ``model`` in place for up to ``steps`` iterations; returns the history and stop reason.
 
     The run stops early, keeping the last completed iterate, when the next iteration no longer
@@ -128,7 +120,7 @@ def run(model: TorchModel, method: str, *, oracle: LineSearchOracle, generator, 
     ledger, clip = oracle.ledger, oracle.c_grad
     rho_grad, rho_bt = _budgets(method, z, hyper)
     sigma = gaussian_sigma(rho_grad, clip)
-    step_event = iteration_event(oracle, method, z, hyper, model.dim if secure_noise else 0)
+    step_event = iteration_event(oracle, method, z, hyper)
     lr, eta0, chosen = hyper.step(method), hyper.eta0, []
     w = model.get_tensor()
     m = torch.zeros_like(w)
@@ -143,7 +135,7 @@ def run(model: TorchModel, method: str, *, oracle: LineSearchOracle, generator, 
             idx = None if oracle.sampler is None else oracle.sampler.indices(model.n, oracle.rng)
             total = model.clipped_grad_sum_tensor(idx, clip)
             g = gaussian_tensor(total, sensitivity=clip, sigma=sigma, ledger=ledger, generator=generator,
-                                sampler=oracle.sampler, secure_noise=secure_noise) / oracle.weight
+                                sampler=oracle.sampler, secure_noise=oracle.secure_noise) / oracle.weight
             if model.l2:
                 g = g + model.l2 * w
             if method == "dp-sgd":

@@ -137,17 +137,17 @@ def train(model, data, *, method: str = "dp-sgd", epsilon: float, delta: float, 
     target = TorchModel(model, X, y, loss=loss, l2=l2, chunk_size=chunk_size)
     generator = torch.Generator(device=target.device)
     generator.manual_seed(int(rng.integers(2**63 - 1)))
-    oracle = make_oracle(target, ledger=ledger, rng=rng, rate=rate, clip=clip, hyper=params, n_public=n_public)
+    oracle = make_oracle(target, ledger=ledger, rng=rng, rate=rate, clip=clip, hyper=params, n_public=n_public,
+                         secure_noise=bool(secure_noise))
     if noise_multiplier is None:
-        secure_size = target.dim if secure_noise else 0
-        z = calibrate_run(lambda z: ev.SelfComposed(iteration_event(oracle, method, z, params, secure_size),
-                                                    int(steps)), epsilon, delta, acc)
+        z = calibrate_run(lambda z: ev.SelfComposed(iteration_event(oracle, method, z, params), int(steps)),
+                          epsilon, delta, acc)
     else:
         z = check_positive("noise_multiplier", noise_multiplier)
     if progress is True:
         progress = Progress(f"train {method}")
     out = run(target, method, oracle=oracle, generator=generator, steps=int(steps), z=z, hyper=params,
-              progress=progress or None, callback=callback, secure_noise=bool(secure_noise))
+              progress=progress or None, callback=callback)
     info = {"stop": out["stop"], "noise_multiplier": z, "rho_iter": 1.0 / (2.0 * z * z),
             "rho_grad": out["rho_grad"], "rho_search": out["rho_search"], "sigma": out["sigma"],
             "batch_rate": rate, "clip": clip, "c_obj": params.c_obj, "steps_planned": int(steps),

@@ -28,9 +28,10 @@ class LineSearchOracle(PrivateOracle):
 
     def __init__(self, model, *, ledger, rng, rate: float, c_grad: float, c_obj: float,
                  noise: str = "laplace", lazy: bool = False, n_public: int | None = None,
-                 query: str = "objective", normalizer=None):
+                 query: str = "objective", normalizer=None, secure_noise: bool = False):
         if normalizer is None:
             normalizer = (Normalizer(float(n_public), "declared") if n_public is not None
                           else disclosed_count(model, stacklevel=3))
         super().__init__(model, ledger=ledger, rng=rng, normalizer=normalizer, rate=rate,
-                         c_grad=c_grad, c_obj=c_obj, noise=noise, query=query, lazy=lazy)
+                         c_grad=c_grad, c_obj=c_obj, noise=noise, query=query, lazy=lazy,
+                         secure_noise=secure_noise)

@@ -133,15 +133,20 @@ class PrivateOracle:
         return self.sampler.wrap(event) if self.sampler is not None else event
 
     def _event(self, kind: str, budget: float) -> tuple[ev.Event, ev.Event]:
-        """(mechanism event, charged event) of one gradient or line search, built once per budget."""
+        """(mechanism event, charged event) of one gradient or line search, built once per budget.
+
+        With ``secure_noise`` a gradient of the model's ``dim`` coordinates charges the discrete
+        event its release does (:func:`~dpopt.privacy.mechanisms.secure_event`).
+        """
         key = (kind, budget, self.c_grad if kind == "gradient" else self.c_obj)
         pair = self._events.get(key)
         if pair is None:
             if kind == "gradient":
                 inner = ev.Gaussian(gaussian_sigma(budget, self.c_grad), self.c_grad)
+                charged = mech.secure_event(inner, self.model.dim)[0] if self.secure_noise else inner
             else:
-                inner = line_search_event(budget, self.c_obj, self.noise)
-            pair = self._events[key] = (inner, self.wrap(inner))
+                inner = charged = line_search_event(budget, self.c_obj, self.noise)
+            pair = self._events[key] = (inner, self.wrap(charged))
         return pair
 
     def gradient_event(self, rho: float) -> ev.Event:
