@@ -99,18 +99,20 @@ class DPSGDHyper(Hyper):
             object.__setattr__(self, "orders", tuple(float(a) for a in np.atleast_1d(self.orders)))
 
 
+def _step_event(sigma: float, c_grad: float, secure_size: int = 0) -> ev.Event:
+    """One gradient release of noise σ as it is charged: the Gaussian, or with ``secure_size`` > 0 the
+    discrete event of a secure release of that many values (:func:`dpopt.privacy.mechanisms.secure_event`)."""
+    step = ev.Gaussian(sigma, c_grad)
+    return mech.secure_event(step, secure_size)[0] if secure_size else step
+
+
 @functools.lru_cache(maxsize=512)
 def _calibrated_sigma(epsilon: float, delta: float, steps: int, rate: float, c_grad: float,
                       orders: tuple | None, notion: str, secure_size: int = 0) -> float:
-    """σ by :func:`~dpopt.privacy.calibration.calibrate_run` under ``notion``, memoized (experiments repeat it).
-
-    ``secure_size`` > 0: the step is the discrete event the secure release of that many
-    values charges (:func:`dpopt.privacy.mechanisms.secure_event`).
-    """
+    """σ by :func:`~dpopt.privacy.calibration.calibrate_run` under ``notion``, memoized (experiments repeat it);
+    the steps are :func:`_step_event` (``secure_size``: see there)."""
     def run_of(sigma):
-        step = ev.Gaussian(sigma, c_grad)
-        if secure_size:
-            step = mech.secure_event(step, secure_size)[0]
+        step = _step_event(sigma, c_grad, secure_size)
         return ev.SelfComposed(step if rate == 1.0 else ev.Subsampled(step, rate, ev.POISSON), steps)
 
     start = c_grad * max(1.0, rate * math.sqrt(2.0 * steps * math.log(1.25 / delta)) / epsilon)
@@ -185,17 +187,14 @@ def dp_sgd(model, *, epsilon: float | None = None, delta: float | None = None, r
     lr = h.lr if h.lr is not None else default_step(model, data_norm)
     c_grad = h.c_grad if h.c_grad is not None else default_gradient_clip(model)
     w = start_point(model, h.w0)
-    sigma = _calibrated_sigma(epsilon, delta, h.steps, h.rate, c_grad, h.orders, acc.notion,
-                              int(np.size(w)) if secure_noise else 0)
+    secure_size = int(np.size(w)) if secure_noise else 0
+    sigma = _calibrated_sigma(epsilon, delta, h.steps, h.rate, c_grad, h.orders, acc.notion, secure_size)
     oracle = PrivateOracle(model, ledger=ledger, rng=rng, normalizer=normalizer, rate=h.rate,
                            c_grad=c_grad, secure_noise=secure_noise)
     if not (fresh and normalizer.source == "declared"):  # part of the budget is already spent
-        def step_of(s):
-            step = ev.Gaussian(s, c_grad)
-            return mech.secure_event(step, np.size(w))[0] if secure_noise else step
-
         sigma = smallest_affordable_scale(
-            ledger, lambda s: ev.SelfComposed(oracle.wrap(step_of(s)), h.steps), start=sigma)
+            ledger, lambda s: ev.SelfComposed(oracle.wrap(_step_event(s, c_grad, secure_size)), h.steps),
+            start=sigma)
     trajectory = []
     for _ in range(h.steps):
         w = w - lr * oracle.gaussian_gradient(w, sigma)
