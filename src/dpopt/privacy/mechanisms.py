@@ -368,13 +368,17 @@ class PrepaidGaussianRounds:
 
     def release(self, value: np.ndarray, round_index: int) -> np.ndarray:
         """``value`` + N(0, σ²) per entry for round ``round_index`` (increasing, within the block)."""
+        self._check_round(round_index)
+        self._last = round_index
+        return value + self.sigma * self._rng.standard_normal(np.shape(value))
+
+    def _check_round(self, round_index: int) -> None:
+        """Refuse a round outside the block or one not after the last released round."""
         if not self._last < round_index < self.first_round + self.rounds:
             raise RuntimeError(
                 f"round {round_index} is not an unreleased round of this prepaid block "
                 f"[{self.first_round}, {self.first_round + self.rounds})"
             )
-        self._last = round_index
-        return value + self.sigma * self._rng.standard_normal(np.shape(value))
 
     @staticmethod
     def release_rows(sessions, counts, value: np.ndarray, round_index: int) -> np.ndarray:
@@ -394,11 +398,7 @@ class PrepaidGaussianRounds:
         if len(counts) != len(sessions) or sum(counts) != len(value) or min(counts, default=1) < 1:
             raise ValueError(f"counts must give each of the {len(sessions)} sessions >= 1 of the {len(value)} rows")
         for s in sessions:
-            if not s._last < round_index < s.first_round + s.rounds:
-                raise RuntimeError(
-                    f"round {round_index} is not an unreleased round of this prepaid block "
-                    f"[{s.first_round}, {s.first_round + s.rounds})"
-                )
+            s._check_round(round_index)
         noise = np.empty(value.shape)
         lo = 0
         for s, c in zip(sessions, counts, strict=True):
