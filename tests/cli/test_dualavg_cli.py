@@ -27,6 +27,21 @@ def test_dualavg_command_needs_data():
     assert main(["dualavg", "--epsilon", "1"]) == 2
 
 
+def test_dualavg_command_secure_noise(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    assert main(["dualavg", *ARGS, "--rounds", "5", "--secure-noise", "--out", str(out)]) == 0
+    summary = json.loads(out.read_text())
+    assert summary["secure_noise"] and summary["privacy"]["epsilon"] <= 1.0
+    text = json.dumps(summary["privacy"]["events"])
+    assert '"discrete_gaussian"' in text and '"gaussian"' not in text
+    capsys.readouterr()
+    assert main(["dualavg", "--synthetic", "20", "--nodes", "3", "--secure-noise"]) == 2
+    assert capsys.readouterr().err.strip().count("\n") == 0
+    assert main(["dualavg", *ARGS, "--secure-noise", "--iota", "2"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "iota" in err
+
+
 def test_dpopt_dualavg_backend_mpi_launches_mpiexec(tmp_path):
     pytest.importorskip("mpi4py", reason="the MPI back end needs the dpopt[mpi] extra")
     if shutil.which("mpiexec", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")) is None:

@@ -59,3 +59,20 @@ def test_mpi_resume_and_a_failing_rank_fails_the_job(tmp_path):
     assert bad.returncode != 0
     assert "rank 2 failed" in bad.stderr
     assert not (tmp_path / "c.json").exists()
+
+
+def test_mpi_secure_noise_charges_the_discrete_event(tmp_path):
+    """Secure noise is not seeded, so no iterate comparison: the run's record is the simulator's discrete one."""
+    shards = make_shards(n=2, q=20, d=3, seed=2)
+    write_shards(tmp_path / "data", shards)
+    out = tmp_path / "mpi.json"
+    args = ["--epsilon", "1", "--iota", "1", "--rounds", "20", "--seed", "5", "--secure-noise"]
+    proc = _mpi(["--shards", str(tmp_path / "data"), "--out", str(out), *args], n=2)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(out.read_text())
+    sim = dualavg.minimize(shards, epsilon=1.0, iota=1.0, rounds=20, seed=5, secure_noise=True)
+    assert got["secure_noise"] and np.all(np.isfinite(got["x"]))
+    assert got["privacy"]["events"] == sim.privacy_record()["events"]
+    text = json.dumps(got["privacy"]["events"])
+    assert '"discrete_gaussian"' in text and '"gaussian"' not in text
+    assert got["privacy"]["epsilon"] == pytest.approx(sim.epsilon, rel=1e-12) and sim.epsilon <= 1.0

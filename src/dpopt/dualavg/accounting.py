@@ -22,6 +22,13 @@ One round of node i, as the accountant sees it (:func:`round_event`):
   Σ_{j≥3} 2 (b/q)^j C(α, j) as σ → ∞, so for few records per node and a
   small ε no σ may reach the target (calibration then raises ``ValueError``).
 
+With ``secure_noise`` the Gaussian is replaced by the discrete Gaussian of the
+same noise multiplier on the message's grid (integer sensitivity ⌈Δ/g + √d⌉,
+:func:`dpopt.privacy.mechanisms.secure_event`), under the same activation and
+subsampling: its RDP curve is the Gaussian's (Canonne–Kamath–Steinke 2020), so
+the RDP bound and σ are unchanged, and its exact PLD moves the hidden-activation
+σ by a relative ~1e-9 (either way: the calibration tolerance).
+
 T rounds compose in RDP and convert to (ε, δ) (Canonne–Kamath–Steinke).
 Theorem 1's σ (:func:`theorem1_sigma`) is the paper's sufficient condition; its
 δ is left open by the paper (DESIGN.md), so we report the ε the accountant
@@ -36,6 +43,7 @@ from dataclasses import dataclass
 from .. import _validation as val
 from ..privacy import RDPAccountant, calibration
 from ..privacy import events as ev
+from ..privacy import mechanisms as mech
 
 __all__ = [
     "theorem1_sigma",
@@ -114,8 +122,9 @@ def round_event(
     activation_rate: float,
     batch: int = 1,
     activation_visible: bool = True,
+    secure_size: int = 0,
 ) -> ev.Event:
-    """One round of one node (see the module docstring).
+    """One round of one node (see the module docstring), as it is charged.
 
     ``activation_visible=False`` is the paper's model (Lemma 4.2): the
     adversary cannot tell whether a node was active, so a record is used with
@@ -124,6 +133,13 @@ def round_event(
     by the same theorem.  It holds only if inactive rounds are indistinguishable
     from active ones on the wire, which Algorithm 1 (inactive nodes send
     nothing) does not provide: a *conditional* guarantee.
+
+    ``secure_size`` = d > 0 (``secure_noise``): the node's message ζ_i of
+    eq. (5) is released on a grid, g·(round(ĝ_i/g) + Z) with Z exact discrete
+    Gaussian, so the noise is the discrete event
+    :func:`~dpopt.privacy.mechanisms.secure_event` gives for d values —
+    ``DiscreteGaussian`` of the same noise multiplier σ/Δ with the grid's
+    integer sensitivity ⌈Δ/g + √d⌉ — under the same amplification.
     """
     L = val.check_positive("lipschitz", lipschitz)
     q = val.check_int("local_samples", local_samples)
@@ -131,6 +147,8 @@ def round_event(
     if b > q:
         raise ValueError(f"batch must be <= local_samples={q}, got {b}")
     event: ev.Event = ev.Gaussian(val.check_positive("sigma", sigma), 2.0 * L / b)
+    if val.check_int("secure_size", secure_size, minimum=0):
+        event = mech.secure_event(event, secure_size)[0]
     rate = val.check_rate("activation_rate", activation_rate)
     if not activation_visible:
         joint = rate * b / q

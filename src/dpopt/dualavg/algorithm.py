@@ -10,7 +10,10 @@ the block's nodes on axis 1.  Per round t (Algorithm 1, lines 4–13):
 2. each active node draws b of its q_i records (b = 1: line 6) from its own
    sampling stream, clips their subgradients to L and releases
    ζ_i = ĝ_i + ν_i through its prepaid Gaussian block (line 7, noise from its
-   own noise stream, charged to its own ledger);
+   own noise stream, charged to its own ledger); with ``secure_noise`` the
+   block releases ζ_i = g·(round(ĝ_i/g) + Z_i) instead, Z_i exact discrete
+   Gaussian from the OS CSPRNG (so nothing leaks through the low-order bits of
+   a floating-point ν_i; no noise stream is read and the run cannot be replayed);
 3. the messages z_j + a_t ζ_j are exchanged along the sampled edges only
    (line 8) and mixed with Metropolis weights: eq. (5), summed in node-id order;
 4. active nodes take the prox step (6) with ι·A_{t+1}·h + γ_{t+1}·d; the
@@ -32,6 +35,7 @@ import numpy as np
 
 from ..privacy import Ledger
 from ..privacy import events as ev
+from ..privacy import mechanisms as mech
 from ..privacy.mechanisms import PrepaidGaussianRounds
 from ..privacy.sampling import FixedSizeSampler
 from .graphs import Supergraph, _decode_pairs, sample_edges
@@ -59,6 +63,7 @@ class Config:
     repetitions: int
     loss: object
     sizes: tuple  # q_i of every node (public)
+    secure_noise: bool = False  # messages on a grid with exact discrete Gaussian noise (OS CSPRNG)
 
     @property
     def active_count(self) -> int:
@@ -314,10 +319,12 @@ def run_block(cfg: Config, comm, shards: list, state: NodeState, stop: int, roun
     if cfg.sigma > 0:
         if state.parent is not None:  # the record holder's composed record (parallel composition over nodes)
             worst = round_events[int(np.argmin(cfg.sizes))]
+            worst = mech.secure_event(worst, cfg.d)[0] if cfg.secure_noise else worst  # what the blocks charge
             state.parent.charge(worst if count == 1 else ev.SelfComposed(worst, count))
         sessions = [
             PrepaidGaussianRounds(
-                round_events[int(i)], rounds=count, first_round=first, ledger=state.node_ledgers[k], rng=state.noise[k]
+                round_events[int(i)], rounds=count, first_round=first, ledger=state.node_ledgers[k],
+                rng=state.noise[k], secure_noise=cfg.secure_noise, size=cfg.d,
             )
             for k, i in enumerate(nodes)
         ]

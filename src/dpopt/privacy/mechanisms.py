@@ -25,6 +25,7 @@ noise multiplier (Gaussian) as asked; the generator ``rng`` is not used.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -108,8 +109,14 @@ def _draw_vector_laplace(rng: np.random.Generator, scale: float, shape: tuple) -
 def secure_event(event: ev.Event, size: int) -> tuple[ev.Event, float]:
     """(the discrete event, the grid g) that ``secure_noise=True`` charges for ``event`` on ``size`` values.
 
-    A calibration that will release through the secure samplers calibrates this event.
+    A calibration that will release through the secure samplers calibrates this event.  An
+    ``Activated`` or ``Subsampled`` wrapping is kept around the discrete event of the noise it
+    wraps: the rounded query of the sample has that integer sensitivity, so the same
+    amplification argument applies to it.
     """
+    if isinstance(event, ev.Activated | ev.Subsampled):
+        inner, grid = secure_event(event.event, size)
+        return dataclasses.replace(event, event=inner), grid
     d = max(int(size), 1)
     if isinstance(event, ev.Laplace):
         grid = secure.grid_for(event.sensitivity, d)
@@ -332,11 +339,11 @@ class AboveThresholdSession:
         return fired
 
 
-def _inner_gaussian(event: ev.Event) -> ev.Gaussian:
-    """The Gaussian an ``Activated``/``Subsampled`` wrapping describes (``TypeError`` otherwise)."""
+def _inner_gaussian(event: ev.Event, kind=ev.Gaussian):
+    """The ``kind`` (Gaussian) event an ``Activated``/``Subsampled`` wrapping describes (``TypeError`` otherwise)."""
     while isinstance(event, ev.Activated | ev.Subsampled):
         event = event.event
-    if not isinstance(event, ev.Gaussian):
+    if not isinstance(event, kind):
         raise TypeError(f"round_event must wrap a Gaussian event, got {type(event).__name__}")
     return event
 
@@ -353,15 +360,30 @@ class PrepaidGaussianRounds:
     each round releases at most once, and a round outside the block raises.
     Prepaying a block keeps the ledger off the per-round path when thousands
     of holders release every round.
+
+    ``secure_noise=True`` (with ``size``, the number of values one release
+    holds): each release is g·(round(value/g) + Z) with Z exact discrete
+    Gaussian from the OS CSPRNG, and the block charges the discrete round event
+    :func:`secure_event` gives for ``round_event`` (same wrapping, same noise
+    multiplier, the grid's integer sensitivity); ``rng`` is then not used and
+    ``sigma`` is in grid units (``grid`` is g).
     """
 
-    def __init__(self, round_event: ev.Event, *, rounds: int, first_round: int, ledger: Ledger, rng):
+    def __init__(self, round_event: ev.Event, *, rounds: int, first_round: int, ledger: Ledger, rng,
+                 secure_noise: bool = False, size: int | None = None):
         from .._validation import check_int
 
         self.sigma = _inner_gaussian(round_event).sigma
         self.rounds = check_int("rounds", rounds)
         self.first_round = check_int("first_round", first_round, minimum=0)
         self._rng = check_rng(rng)
+        self.grid, self.size = None, None
+        if secure_noise:
+            if size is None:
+                raise ValueError("secure_noise=True needs size, the number of values one release holds")
+            self.size = check_int("size", size)
+            round_event, self.grid = secure_event(round_event, self.size)
+            self.sigma = _inner_gaussian(round_event, ev.DiscreteGaussian).sigma
         self.event = round_event if self.rounds == 1 else ev.SelfComposed(round_event, self.rounds)
         check_ledger(ledger).charge(self.event)
         self._last = self.first_round - 1
@@ -369,6 +391,8 @@ class PrepaidGaussianRounds:
     def release(self, value: np.ndarray, round_index: int) -> np.ndarray:
         """``value`` + N(0, σ²) per entry for round ``round_index`` (increasing, within the block)."""
         self._check_round(round_index)
+        if self.grid is not None:
+            return PrepaidGaussianRounds.release_rows([self], [1], np.asarray(value, dtype=float)[None], round_index)[0]
         self._last = round_index
         return value + self.sigma * self._rng.standard_normal(np.shape(value))
 
@@ -380,6 +404,13 @@ class PrepaidGaussianRounds:
                 f"[{self.first_round}, {self.first_round + self.rounds})"
             )
 
+    def _secure_rows(self, rows: np.ndarray) -> np.ndarray:
+        """g·(round(rows/g) + Z) per entry, Z exact discrete Gaussian of σ grid units (:mod:`.secure`)."""
+        if rows.ndim < 2 or rows.shape[-1] != self.size:
+            raise ValueError(f"a secure release holds size={self.size} values on the last axis, got {rows.shape[1:]}")
+        snapped = secure.snap_to_grid(rows, self.grid)
+        return (snapped + secure.discrete_gaussian_array(self.sigma, rows.shape)) * self.grid
+
     @staticmethod
     def release_rows(sessions, counts, value: np.ndarray, round_index: int) -> np.ndarray:
         """Round ``round_index`` of many holders in one call: ``value`` + N(0, σ²) per entry.
@@ -389,7 +420,8 @@ class PrepaidGaussianRounds:
         noise comes from its own generator, exactly the numbers (and the sum)
         that ``sessions[j].release(rows_j, round_index)`` gives, but drawn
         straight into one block (no per-holder temporaries).  Every session is
-        checked before any noise is drawn.
+        checked before any noise is drawn.  Secure sessions (all or none)
+        release each holder's rows on its grid (class docstring).
         """
         value = np.asarray(value, dtype=float)
         counts = [int(c) for c in counts]
@@ -397,14 +429,22 @@ class PrepaidGaussianRounds:
             return value.copy()
         if len(counts) != len(sessions) or sum(counts) != len(value) or min(counts, default=1) < 1:
             raise ValueError(f"counts must give each of the {len(sessions)} sessions >= 1 of the {len(value)} rows")
+        secure_sessions = sum(s.grid is not None for s in sessions)
+        if 0 < secure_sessions < len(sessions):
+            raise ValueError("release_rows needs sessions that are all secure_noise or all not")
         for s in sessions:
             s._check_round(round_index)
         noise = np.empty(value.shape)
         lo = 0
         for s, c in zip(sessions, counts, strict=True):
             s._last = round_index
-            s._rng.standard_normal(out=noise[lo : lo + c])
+            if secure_sessions:
+                noise[lo : lo + c] = s._secure_rows(value[lo : lo + c])
+            else:
+                s._rng.standard_normal(out=noise[lo : lo + c])
             lo += c
+        if secure_sessions:
+            return noise
         sigmas = [s.sigma for s in sessions]
         if sigmas.count(sigmas[0]) == len(sigmas):
             noise *= sigmas[0]
