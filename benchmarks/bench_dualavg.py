@@ -17,7 +17,13 @@
   its own compute, so the CPU bound ranks × compute / cores is printed next
   to it; ``busy`` is MPICH's own polling wait, ``nap`` the back end's default.
 
-Run:  python benchmarks/bench_dualavg.py [--quick] [--ranks 20] [--skip-mpi]
+* Secure noise (``--secure``): CPU time per simulator round at n = 20 nodes,
+  d = 100 and 1,000, float Gaussian messages against ``secure_noise=True``
+  (exact discrete Gaussian from the OS CSPRNG, pure Python), with ι = 0.1
+  (2 senders per round) and ι = 1 (20 senders), and the cost per released
+  coordinate.
+
+Run:  python benchmarks/bench_dualavg.py [--quick] [--ranks 20] [--skip-mpi] [--secure]
 """
 
 from __future__ import annotations
@@ -45,6 +51,45 @@ def simulate(n: int, d: int, rounds: int, iota: float, q: int = 50) -> tuple[flo
     start, cpu = time.perf_counter(), time.process_time()
     dualavg.minimize(shards, epsilon=1.0, iota=iota, edges=2, rounds=rounds, seed=0)
     return time.perf_counter() - start, time.process_time() - cpu
+
+
+def _rounds_cpu(shards, rounds: int, iota: float, secure_noise: bool) -> float:
+    """CPU seconds inside ``run_block`` (the rounds alone: no set-up, calibration or final gathers)."""
+    from dpopt import dualavg
+    from dpopt.dualavg import api
+
+    spent, run_block = [0.0], api.run_block
+
+    def timed_block(*args):
+        cpu = time.process_time()
+        try:
+            return run_block(*args)
+        finally:
+            spent[0] += time.process_time() - cpu
+
+    api.run_block = timed_block
+    try:
+        dualavg.minimize(shards, epsilon=1.0, iota=iota, edges=2, rounds=rounds, seed=0, secure_noise=secure_noise)
+    finally:
+        api.run_block = run_block
+    return spent[0]
+
+
+def _secure(quick: bool) -> None:
+    """CPU ms per simulator round, float vs secure noise, n = 20 (the rounds alone)."""
+    n = 20
+    print("secure noise, simulator, n = 20 nodes, q = 50 (CPU ms per round inside run_block)")
+    print(f"  {'d':>5} {'iota':>5} {'senders':>8} {'float':>9} {'secure':>9} {'ratio':>7} {'µs/coord':>9}")
+    for d in (100, 1000):
+        shards = _synthetic(n, 50, d)
+        for iota in (0.1, 1.0):
+            senders = int(round(n * iota))
+            rounds = max(2, (40 if quick else 400) // senders)
+            flt = _rounds_cpu(shards, 20 * rounds, iota, False) / (20 * rounds)
+            sec = _rounds_cpu(shards, rounds, iota, True) / rounds
+            extra = (sec - flt) / (senders * d)
+            print(f"  {d:5d} {iota:5.1f} {senders:8d} {1e3 * flt:9.3f} {1e3 * sec:9.1f} {sec / flt:7.0f} "
+                  f"{1e6 * extra:9.1f}")
 
 
 class _TimedComm:
@@ -201,6 +246,7 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=400)
     p.add_argument("--iota", type=float, default=1.0)
     p.add_argument("--q", type=int, default=50)
+    p.add_argument("--secure", action="store_true", help="only the float-vs-secure-noise table")
     args = p.parse_args()
     from dpopt.experiments._blas import single_threaded_blas
 
@@ -210,6 +256,9 @@ def main() -> None:
             return
         load = os.getloadavg()[0]
         print(f"cores: {os.cpu_count()}, load average at start: {load:.1f}")
+        if args.secure:
+            _secure(args.quick)
+            return
         if not args.skip_simulator:
             _simulator(args.quick)
         if not args.skip_mpi:
