@@ -15,6 +15,26 @@ method                 paper               privacy                              
 ``exponential``        §4.3, Thm 19        exponential mechanism, Δu = b_max (Lem 18)  approximate
 ``subgradient``        §4.4, Alg. 1 + 2    k exponential-mechanism draws at ε/k        exact
 =====================  ==================  =========================================  ============
+
+Floating-point-safe noise (``secure_noise=True``, Mironov 2012; :mod:`dpopt.privacy.secure`)
+is offered by the methods in :data:`SECURE_METHODS`, at the same ε:
+
+- ``subgradient``: each selection is the exact exponential mechanism
+  (``mechanisms.exponential(..., secure_noise=True)``: integer scores on a grid,
+  rational acceptance probabilities), charged as the same ``Exponential(ε/k)``.
+- ``laplace-data`` and ``laplace-solution``: the vector Laplace noise of Thm 9
+  (density ∝ exp(−‖w‖₂/b)) has no exact sampler on a grid — its lattice version is not a
+  product of one-dimensional laws, and rejection from an ℓ1 proposal accepts with an
+  irrational probability exp(−‖z‖₂/b + …) at a rate that falls exponentially with the
+  dimension (≈ 0.006 at d = 20; b has m ≤ 200 coordinates here) — so they release §3's
+  alternative to Thm 9, i.i.d. Laplace noise per coordinate calibrated to the query's
+  L1 sensitivity (m·b_max for b under (4); the L1 diameter of P for x_opt), as exact
+  discrete Laplace on a power-of-two grid charged ``DiscreteLaplace`` at ε.  The L1
+  sensitivity is √(dimension) times the L2 one on these queries, so the per-coordinate
+  noise is √(2m/(m+1)) ≤ √2 times larger in standard deviation than the vector Laplace's.
+- ``exponential`` refuses: its Metropolis sampler over the continuous set P draws
+  floating-point Gaussian proposals and uniforms, and no exact sampler of that density
+  on P is known.
 """
 
 from __future__ import annotations
@@ -31,13 +51,15 @@ from .problem import RELATION, PiecewiseAffineProblem
 from .solver import EpigraphLP
 from .subgradient import projected_subgradient
 
-__all__ = ["laplace_data", "laplace_solution", "exponential", "subgradient", "new_ledger"]
+__all__ = ["laplace_data", "laplace_solution", "exponential", "subgradient", "new_ledger", "SECURE_METHODS"]
 
 #: han2014 §5.1 defaults for the exponential mechanism's sampler.
 MCMC_STEPS = 5000
 MCMC_ETA = 0.1
 #: §5.1: "the number of iterations is fixed at 100".
 SUBGRADIENT_ITERATIONS = 100
+#: The methods that accept ``secure_noise=True`` (module docstring).
+SECURE_METHODS = ("laplace-data", "laplace-solution", "subgradient")
 
 
 def new_ledger(epsilon: float) -> Ledger:
@@ -55,6 +77,26 @@ def _setup(problem, epsilon, repetitions, rng, ledger):
     else:
         mech.check_ledger(ledger, RELATION, why=" (han2014 eq. (4))")
     return epsilon, R, as_generator(rng), ledger
+
+
+def _perturb(value, *, l2: float, l1: float, epsilon: float, ledger, rng, secure_noise: bool, inflation=None):
+    """(value + noise, sensitivity, scale, grid): Thm 9's vector Laplace, or with ``secure_noise`` §3's i.i.d. one.
+
+    Without ``secure_noise`` the noise has density ∝ exp(−‖w‖₂/scale) for the L2 sensitivity
+    ``l2``; with it, exact discrete Laplace per coordinate on a grid (``grid``, else None) for
+    the L1 sensitivity ``l1`` (module docstring).  scale = sensitivity/ε, times ``inflation``
+    when one is given (``paper_scaling``; the ledger then records the smaller ε it costs).
+    """
+    sensitivity = l1 if secure_noise else l2
+    if inflation is None:
+        scale = ev.scale_for_epsilon(sensitivity, epsilon)
+    else:
+        scale = sensitivity / epsilon * inflation
+    common = dict(sensitivity=sensitivity, scale=scale, ledger=ledger, rng=rng)
+    if not secure_noise:
+        return mech.vector_laplace(value, **common), sensitivity, scale, None
+    grid = mech.secure_event(ev.Laplace(scale, sensitivity), np.size(value))[1]
+    return mech.laplace(value, secure_noise=True, **common), sensitivity, scale, grid
 
 
 def _result(
@@ -91,23 +133,31 @@ def _result(
     )
 
 
-def laplace_data(problem, epsilon, *, repetitions=None, rng=None, ledger=None) -> DPResult:
+def laplace_data(problem, epsilon, *, repetitions=None, rng=None, ledger=None, secure_noise=False) -> DPResult:
     """Mechanism 1 (§4.1, Thm 16): solve the problem with privatized data b + w_P.
 
     w_P has density ∝ exp(−ε‖w_P‖₂/(√m·b_max)): b has L2 sensitivity √m·b_max
     under (4).  Solving the perturbed LP is post-processing (Thm 14); one LP
-    per repetition.
+    per repetition.  ``secure_noise=True``: exact discrete Laplace per coordinate
+    for b's L1 sensitivity m·b_max instead (module docstring).
     """
     epsilon, R, rng, ledger = _setup(problem, epsilon, repetitions, rng, ledger)
-    sensitivity = np.sqrt(problem.m) * problem.b_max
-    noisy_b = mech.vector_laplace(
+    noisy_b, sensitivity, scale, grid = _perturb(
         np.broadcast_to(problem.b, (R, problem.m)),
-        sensitivity=sensitivity,
+        l2=np.sqrt(problem.m) * problem.b_max,
+        l1=problem.m * problem.b_max,
         epsilon=epsilon,
         ledger=ledger,
         rng=rng,
+        secure_noise=secure_noise,
     )
     X = EpigraphLP(problem.A, problem.polytope).solve(noisy_b).x
+    noise = (
+        "exact discrete Laplace noise per coordinate of b (L1 sensitivity m*b_max, han2014 §3) on the grid "
+        f"{grid:g}"
+        if secure_noise
+        else "vector Laplace noise on b (L2 sensitivity sqrt(m)*b_max)"
+    )
     return _result(
         problem,
         ledger,
@@ -115,10 +165,8 @@ def laplace_data(problem, epsilon, *, repetitions=None, rng=None, ledger=None) -
         repetitions,
         method="laplace-data",
         nit=1,
-        info={"sensitivity": sensitivity, "noise_scale": sensitivity / epsilon},
-        notes="Thm 16: vector Laplace noise on b (L2 sensitivity sqrt(m)*b_max), then the "
-        "perturbed LP "
-        "is solved exactly (post-processing).",
+        info={"sensitivity": sensitivity, "noise_scale": scale, "secure_noise": bool(secure_noise), "grid": grid},
+        notes=f"Thm 16: {noise}, then the perturbed LP is solved exactly (post-processing).",
     )
 
 
@@ -131,6 +179,7 @@ def laplace_solution(
     ledger=None,
     project: bool = True,
     paper_scaling: bool = False,
+    secure_noise: bool = False,
 ) -> DPResult:
     """Mechanism 2 (§4.2, Thm 9): x_opt + w_S, projected back onto P by default.
 
@@ -140,21 +189,27 @@ def laplace_solution(
     is √d times larger; the ledger then records what that noise really costs,
     ε/√d.  The projection onto P (``project=True``) is post-processing
     (Thm 14), free of privacy cost, and never increases the distance to x_opt.
+    ``secure_noise=True``: exact discrete Laplace per coordinate for the L1 diameter
+    of P instead (module docstring); unprojected outputs then lie on its grid.
     """
     epsilon, R, rng, ledger = _setup(problem, epsilon, repetitions, rng, ledger)
     x_opt = EpigraphLP(problem.A, problem.polytope).solve(problem.b).x
-    diameter = problem.polytope.diameter
-    scale = diameter / epsilon * (np.sqrt(problem.d) if paper_scaling else 1.0)
-    X = mech.vector_laplace(
+    X, diameter, scale, grid = _perturb(
         np.broadcast_to(x_opt, (R, problem.d)),
-        sensitivity=diameter,
-        scale=scale,
+        l2=problem.polytope.diameter,
+        l1=problem.polytope.l1_diameter,
+        epsilon=epsilon,
         ledger=ledger,
         rng=rng,
+        secure_noise=secure_noise,
+        inflation=np.sqrt(problem.d) if paper_scaling else 1.0,
     )
     if project:
         X = problem.polytope.project(X)
-    notes = "Thm 9: vector Laplace noise on x_opt with L2 sensitivity diam(P)"
+    if secure_noise:
+        notes = f"exact discrete Laplace noise per coordinate of x_opt (L1 diameter of P, han2014 §3), grid {grid:g}"
+    else:
+        notes = "Thm 9: vector Laplace noise on x_opt with L2 sensitivity diam(P)"
     notes += (
         " and the paper's extra sqrt(d) factor (spends only epsilon/sqrt(d))"
         if paper_scaling
@@ -179,6 +234,8 @@ def laplace_solution(
             "noise_scale": scale,
             "projected": project,
             "paper_scaling": paper_scaling,
+            "secure_noise": bool(secure_noise),
+            "grid": grid,
         },
     )
 
@@ -194,6 +251,7 @@ def exponential(
     eta: float = MCMC_ETA,
     proposal_std=None,
     x0=None,
+    secure_noise: bool = False,
 ) -> DPResult:
     """Mechanism 3 (§4.3, Thm 19): x with density ∝ exp(−ε f(x)/(2 b_max)) on P, by Metropolis MCMC.
 
@@ -204,8 +262,13 @@ def exponential(
     every repetition is an independent chain.  The exact ε-DP guarantee holds
     only in the limit of infinitely many steps: the result says
     ``guarantee="approximate"`` and reports the acceptance rate and the
-    split-R̂ of f across chains in ``info``.
+    split-R̂ of f across chains in ``info``.  It refuses ``secure_noise=True`` (module docstring).
     """
+    if secure_noise:
+        raise ValueError(
+            f"secure_noise=True is available for the piecewise methods {', '.join(SECURE_METHODS)}, not "
+            "'exponential' (its Metropolis sampler over P draws floating-point noise)"
+        )
     epsilon, R, rng, ledger = _setup(problem, epsilon, repetitions, rng, ledger)
     polytope = problem.polytope
     if proposal_std is None:
@@ -260,6 +323,7 @@ def subgradient(
     x1=None,
     output: str = "average",
     trajectory: bool = False,
+    secure_noise: bool = False,
 ) -> DPResult:
     """Mechanism 4 (§4.4): the private subgradient method, Algorithm 2 with Algorithm 1 inside.
 
@@ -275,7 +339,8 @@ def subgradient(
     iterate by f, which would need private b.  Step sizes: see
     :func:`~dpopt.piecewise.subgradient.step_sizes`.  ``trajectory=True``
     stores the iterates x(1..k+1) in ``result.trajectory`` ((R, k+1, d);
-    they are post-processing of the same private draws).
+    they are post-processing of the same private draws).  ``secure_noise=True``
+    draws each selection by the exact exponential mechanism (module docstring).
     """
     epsilon, R, rng, ledger = _setup(problem, epsilon, repetitions, rng, ledger)
     k = check_int("iterations", iterations)
@@ -288,7 +353,8 @@ def subgradient(
 
     def select(scores):
         return mech.exponential(
-            scores, epsilon=per_step, sensitivity=problem.b_max, ledger=ledger, rng=rng
+            scores, epsilon=per_step, sensitivity=problem.b_max, ledger=ledger, rng=rng,
+            secure_noise=secure_noise,
         )
 
     run = projected_subgradient(
@@ -318,10 +384,11 @@ def subgradient(
             "output": output,
             "step_sizes": run.step_sizes,
             "sensitivity": problem.b_max,
+            "secure_noise": bool(secure_noise),
         },
         notes=(
             f"Algorithms 1-2: {k} exponential-mechanism subgradient selections at epsilon/k each "
-            f"(sign + : the highest piece is favoured), projected steps onto P, {output} iterate "
-            "released."
+            f"(sign + : the highest piece is favoured{', each drawn exactly' if secure_noise else ''}), "
+            f"projected steps onto P, {output} iterate released."
         ),
     )

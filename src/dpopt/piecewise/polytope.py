@@ -143,7 +143,7 @@ class Polytope:
         else:
             self.box_lower, self.box_upper = self._bounding_box()
             self.center, self.inradius = self._chebyshev_center()
-        self._diameter: tuple[float, bool] | None = None
+        self._diameter: tuple[float, float, bool] | None = None
 
     # -- constructors -----------------------------------------------------------
     @classmethod
@@ -225,26 +225,37 @@ class Polytope:
     @property
     def diameter(self) -> float:
         """diam(P) = max ‖x − y‖₂ over P, or an upper bound (see :attr:`diameter_is_exact`)."""
-        return self._diameter_info()[0]
+        return self._diameters()[0]
+
+    @property
+    def l1_diameter(self) -> float:
+        """max ‖x − y‖₁ over P (the L1 sensitivity of a point of P), or an upper bound like :attr:`diameter`.
+
+        The bounding box's L1 diagonal Σ_j (upper_j − lower_j) when that is the bound used.
+        """
+        return self._diameters()[1]
 
     @property
     def diameter_is_exact(self) -> bool:
         """False when :attr:`diameter` is the bounding-box diagonal bound (many constraints)."""
-        return self._diameter_info()[1]
+        return self._diameters()[2]
 
-    def _diameter_info(self) -> tuple[float, bool]:
+    def _diameters(self) -> tuple[float, float, bool]:
+        """(L2 diameter, L1 diameter, exact): a norm of x − y peaks at a pair of vertices, or the box bounds it."""
         if self._diameter is None:
-            box_diagonal = float(np.linalg.norm(self.box_upper - self.box_lower))
+            widths = self.box_upper - self.box_lower
+            box = (float(np.linalg.norm(widths)), float(np.sum(widths)))
             if self.is_box:
-                self._diameter = (box_diagonal, True)
+                self._diameter = (*box, True)
             else:
                 try:
                     V = self.vertices()
-                except ValueError:  # too many active sets: keep the valid upper bound
-                    self._diameter = (box_diagonal, False)
+                except ValueError:  # too many active sets: keep the valid upper bounds
+                    self._diameter = (*box, False)
                 else:
-                    gaps = V[:, None, :] - V[None, :, :]
-                    self._diameter = (float(np.sqrt(np.max(np.sum(gaps**2, axis=-1)))), True)
+                    gaps = np.abs(V[:, None, :] - V[None, :, :])
+                    l2 = float(np.sqrt(np.max(np.sum(gaps**2, axis=-1))))
+                    self._diameter = (l2, float(np.max(np.sum(gaps, axis=-1))), True)
         return self._diameter
 
     def vertices(self, *, max_subsets: int = 200_000) -> np.ndarray:

@@ -20,6 +20,8 @@ CSPRNG (:mod:`dpopt.privacy.secure`), so the low-order bits of the result
 carry nothing about the data (Mironov 2012).  The charged event is then the
 discrete one, with the grid's integer sensitivity and the same ε (Laplace) or
 noise multiplier (Gaussian) as asked; the generator ``rng`` is not used.
+``secure_noise=True`` on :func:`exponential` draws the index exactly (integer
+scores on a grid, rational acceptance probabilities; the same ε).
 :func:`snapping` is the continuous alternative: Mironov's snapping mechanism.
 """
 
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from fractions import Fraction
 
 import numpy as np
 
@@ -42,6 +45,7 @@ __all__ = [
     "snapping",
     "exponential",
     "exponential_probabilities",
+    "secure_exponential_scores",
     "above_threshold",
     "AboveThresholdSession",
     "PrepaidGaussianRounds",
@@ -253,13 +257,24 @@ def exponential_probabilities(scores, *, epsilon: float, sensitivity: float) -> 
     return weights / weights.sum(axis=-1, keepdims=True)
 
 
-def exponential(scores, *, epsilon: float, sensitivity: float, ledger: Ledger, rng, sampler=None) -> np.ndarray:
+def exponential(
+    scores, *, epsilon: float, sensitivity: float, ledger: Ledger, rng, sampler=None, secure_noise: bool = False
+) -> np.ndarray:
     """Index drawn with P(i) ∝ exp(ε·u_i/(2Δu)) over the last axis of ``scores`` (ε-DP).
 
     ``sensitivity`` is Δu, the most one record can change any score.  Drawn by
     the Gumbel-max trick, argmax(ε·u/(2Δu) + Gumbel), which never
     exponentiates and so stays exact for scores of any magnitude.  Returns an
     integer array of shape ``scores.shape[:-1]``.
+
+    ``secure_noise=True`` draws it exactly instead (:func:`secure_exponential_scores`
+    gives the integer scores and sensitivity): P(i) ∝ exp(−ε·(max_j ũ_j − ũ_i)/(2Δ̃)) for
+    ũ = round(u/g) on a power-of-two grid g ≤ Δu/2²⁰ and Δ̃ = ⌊Δu/g⌋ + 1, the integer
+    sensitivity of the rounded scores, by :func:`~dpopt.privacy.secure.exponential_index`
+    (uniform proposals from the OS CSPRNG accepted with exact Bernoulli(exp(−γ)), γ
+    rational).  The charged event is the same ``Exponential(ε)``: the mechanism is exactly
+    ε-DP for the rounded scores, whose sensitivity Δ̃ it uses; the rounding costs a relative
+    ≤ 2⁻²⁰ of sharpness, no privacy.  Expected cost: n/Σ_j exp(−γ_j) ≤ n proposals per draw.
     """
     scores = check_finite_array("scores", scores)
     if scores.ndim == 0 or scores.shape[-1] == 0:
@@ -267,9 +282,33 @@ def exponential(scores, *, epsilon: float, sensitivity: float, ledger: Ledger, r
     epsilon = check_positive("epsilon", epsilon)
     sensitivity = check_positive("sensitivity", sensitivity)
     check_rng(rng)
+    if secure_noise:
+        gaps, integer_sensitivity = secure_exponential_scores(scores, sensitivity)  # validates before the charge
+        _charge(ev.Exponential(epsilon), ledger, sampler)
+        exact = Fraction(epsilon)
+        rows = gaps.reshape(-1, gaps.shape[-1]).tolist()
+        chosen = [secure.exponential_index(row, exact, integer_sensitivity) for row in rows]
+        return np.array(chosen, dtype=np.int64).reshape(scores.shape[:-1])
     _charge(ev.Exponential(epsilon), ledger, sampler)
     logits = epsilon * scores / (2.0 * sensitivity)
     return np.argmax(logits + rng.gumbel(size=scores.shape), axis=-1)
+
+
+def secure_exponential_scores(scores, sensitivity: float) -> tuple[np.ndarray, int]:
+    """(gaps, Δ̃) of the exact exponential mechanism: max − round(u/g) per row as int64, and ⌊Δu/g⌋ + 1.
+
+    g = :func:`~dpopt.privacy.secure.grid_for` (Δu, 1), a power of two, so u/g is exact;
+    rounding moves each score by ≤ ½, so the integer scores have sensitivity
+    ⌊Δu/g⌋ + 1 (:func:`~dpopt.privacy.secure.l1_grid_sensitivity` of one coordinate).
+    """
+    grid = secure.grid_for(sensitivity, 1)
+    scaled = np.asarray(scores, dtype=float) / grid
+    if not np.all(np.abs(scaled) < 2.0**61):
+        raise ValueError(
+            f"scores are too large for the secure exponential grid g={grid:g} (|score|/g must stay below 2^61)"
+        )
+    integer = np.rint(scaled).astype(np.int64)
+    return integer.max(axis=-1, keepdims=True) - integer, secure.l1_grid_sensitivity(sensitivity, grid, 1)
 
 
 def _threshold_noise(rng: np.random.Generator, event: ev.AboveThreshold, scale: float, shape) -> np.ndarray:

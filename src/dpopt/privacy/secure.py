@@ -25,9 +25,10 @@ round(value/g) has L1 sensitivity ⌊Δ₁/g⌋ + d and L2 sensitivity
 sensitivities.
 
 Samplers (CKS 2020): :func:`bernoulli_exp` (Algorithm 1), :func:`discrete_laplace`
-(Algorithm 2), :func:`discrete_gaussian` (Algorithm 3).  They are pure Python
-and cost microseconds per sample (``benchmarks/bench_secure_noise.py``); the
-mechanisms use them only when asked (``secure_noise=True``).
+(Algorithm 2), :func:`discrete_gaussian` (Algorithm 3), and :func:`exponential_index`,
+the exponential mechanism over integer scores by rejection with :func:`bernoulli_exp`.
+They are pure Python and cost microseconds per sample (``benchmarks/bench_pld.py``,
+section 3); the mechanisms use them only when asked (``secure_noise=True``).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ __all__ = [
     "discrete_gaussian",
     "discrete_laplace_array",
     "discrete_gaussian_array",
+    "exponential_index",
     "grid_for",
     "snap_to_grid",
     "l1_grid_sensitivity",
@@ -185,6 +187,28 @@ def discrete_gaussian_array(sigma: float, shape) -> np.ndarray:
     exact = Fraction(sigma)
     size = int(np.prod(shape, dtype=np.int64))
     return np.array([discrete_gaussian(exact) for _ in range(size)], dtype=np.int64).reshape(shape)
+
+
+def exponential_index(gaps, epsilon: Fraction, sensitivity: int) -> int:
+    """One exact draw of i with P(i) ∝ exp(−ε·gap_i/(2Δ)), for integer gaps ≥ 0 and integer Δ ≥ 1.
+
+    gap_i = max_j u_j − u_i for integer scores u of sensitivity Δ (the exponential mechanism,
+    McSherry & Talwar 2007).  Rejection: propose i uniformly (exact :func:`_randbelow`), accept
+    with :func:`bernoulli_exp` of the rational γ_i = ε·gap_i/(2Δ) (ε read exactly as a fraction);
+    the accepted i has exactly the target law.  The best candidate has γ = 0, so the expected
+    number of proposals is n/Σ_j exp(−γ_j) ≤ n.
+    """
+    epsilon = Fraction(epsilon)
+    if epsilon <= 0 or sensitivity < 1:
+        raise ValueError(f"exponential_index needs epsilon > 0 and a sensitivity >= 1, got {epsilon}, {sensitivity}")
+    n = len(gaps)
+    if n == 0 or min(gaps) < 0:
+        raise ValueError("exponential_index needs a non-empty list of gaps >= 0")
+    num, den = epsilon.numerator, 2 * sensitivity * epsilon.denominator
+    while True:
+        i = _randbelow(n)
+        if bernoulli_exp(num * int(gaps[i]), den):
+            return i
 
 
 # --------------------------------------------------------------------------- the grid
