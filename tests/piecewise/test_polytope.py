@@ -109,3 +109,14 @@ def test_cube_validation():
         Polytope.cube(1.0, 2.5)
     with pytest.raises(ValueError, match="last axis"):
         Polytope.cube(1.0, 2).project(np.zeros(3))
+
+
+def test_l1_diameter_is_exact_for_boxes_and_vertex_sets():
+    assert Polytope.cube(2.0, 3).l1_diameter == pytest.approx(12.0)  # 3 sides of width 4
+    # the simplex: (1, 0) to (0, 1) is 2 in L1 (the bounding box's L1 diagonal would also say 2)
+    assert simplex(2).l1_diameter == pytest.approx(2.0)
+    # the L1 ball {|x| + |y| ≤ 1}: its bounding box's L1 diagonal is 4, its vertex pairs give 2
+    P = Polytope(np.array([[1.0, 1.0], [1.0, -1.0], [-1.0, 1.0], [-1.0, -1.0]]), np.ones(4))
+    brute = max(np.abs(u - v).sum() for u, v in itertools.combinations(P.vertices(), 2))
+    assert P.l1_diameter == pytest.approx(brute) and brute == pytest.approx(2.0)
+    assert P.l1_diameter <= np.sqrt(P.dim) * P.diameter + 1e-12

@@ -24,6 +24,14 @@ which candidates Bayesian optimization visited.
 
 The budget ``epsilon`` (and δ) covers what is released; releasing both λ̃ and
 the score gives each half (Dwork et al. composition; kusner2015 §3.2 end).
+
+``secure_noise=True`` makes both releases floating-point safe (Mironov 2012) at the
+same ε: λ̃ by the exact exponential mechanism (scores rounded to a power-of-two grid,
+rational acceptance probabilities; charged ``Exponential(ε)``), the score by exact
+discrete Laplace noise on a grid (charged ``DiscreteLaplace`` at ε).  The score is a
+continuous scalar, but Algorithms 1–2 declare no bound on the gains, which the snapping
+mechanism needs (its clamp B), and snapping costs ε·(1 + 2⁻⁴⁹B/Δ) more; the discrete
+Laplace keeps ε exactly, needs no bound, and its grid (≤ Δ/2²⁰) is far below the noise.
 """
 
 from __future__ import annotations
@@ -118,6 +126,7 @@ def optimize(
     rng=None,
     repetitions: int | None = None,
     return_trace: bool = False,
+    secure_noise: bool = False,
 ) -> DPResult:
     """Private Bayesian optimization of ``objective`` over ``candidates`` (kusner2015 Alg. 1–3).
 
@@ -153,6 +162,9 @@ def optimize(
     return_trace:
         Put the evaluated candidates and their gains in ``info["nonprivate_trace"]``
         (not covered by the guarantee).
+    secure_noise:
+        Release λ̃ and the score with exact, floating-point-safe noise from the OS
+        CSPRNG at the same ε (module docstring); ``rng`` then draws nothing.
 
     Returns
     -------
@@ -174,8 +186,9 @@ def optimize(
         repetitions = check_int("repetitions", repetitions)
     parts = 2 if release == "both" else 1
     eps_part = epsilon / parts
+    secure_noise = bool(secure_noise)
     info: dict = {"algorithm": algorithm, "n_candidates": N, "n_iter": T, "release": release,
-                  "epsilon_per_release": eps_part}
+                  "epsilon_per_release": eps_part, "secure_noise": secure_noise}
 
     if algorithm in (1, 2):
         delta_part = check_open_unit("delta", delta) / parts
@@ -196,7 +209,7 @@ def optimize(
             sens = bounds.selection_sensitivity_gp(T, N, delta_part, c_sel)
             info.update(selection_sensitivity=sens, beta_next=float(beta(T + 1, N, delta_part)), c=c_sel)
             chosen = mech.exponential(_batch(mu, repetitions), epsilon=eps_part, sensitivity=sens,
-                                      ledger=book, rng=rng)
+                                      ledger=book, rng=rng, secure_noise=secure_noise)
         if release in ("both", "score"):
             if algorithm == 1:
                 greedy, gamma, _ = max_information_gain(gp.K, T, sigma**2)
@@ -211,7 +224,7 @@ def optimize(
                 info.update(A=A, tau=tau, c_score=c2)
             info.update(score_sensitivity=sens, score_scale=sens / eps_part)
             score = mech.laplace(_batch(np.asarray(best), repetitions), sensitivity=sens, epsilon=eps_part,
-                                 ledger=book, rng=rng)
+                                 ledger=book, rng=rng, secure_noise=secure_noise)
         guarantee = "conditional"
         notes = (f"(epsilon, delta)-DP for the validation set only if its validation functions follow the "
                  f"multi-task GP(0, k1(V, V') x k2) with k1(V, V') = {float(k1):g}, k2 = {kernel} "
@@ -246,11 +259,11 @@ def optimize(
             utility = np.array([cached(i) for i in range(N)])
             info.update(selection_sensitivity=record)
             chosen = mech.exponential(_batch(utility, repetitions), epsilon=eps_part, sensitivity=record,
-                                      ledger=book, rng=rng)
+                                      ledger=book, rng=rng, secure_noise=secure_noise)
         if release in ("both", "score"):
             info.update(score_sensitivity=total, score_scale=total / eps_part)
             score = mech.laplace(_batch(np.asarray(gains.max()), repetitions), sensitivity=total,
-                                 epsilon=eps_part, ledger=book, rng=rng)
+                                 epsilon=eps_part, ledger=book, rng=rng, secure_noise=secure_noise)
         guarantee = "exact"
         notes = ("epsilon-DP for the validation set in the worst case under kusner2015 Assumption 2: each "
                  "candidate's model minimizes (lambda/2)||w||^2 + mean of a convex 1-Lipschitz loss on a "

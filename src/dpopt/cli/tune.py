@@ -13,6 +13,10 @@ sklearn-logistic`` (scikit-learn's non-private LogisticRegression without
 intercept, tuned over C) protects the validation rows only, and is the
 estimator of ``--algorithm 3`` (worst-case ε-DP; rows clipped to ``--data-norm``).
 Algorithms 1 and 2 hold only under the GP assumption with the stated ``--k1``.
+``--secure-noise`` releases the parameters and the score with exact,
+floating-point-safe noise from the OS CSPRNG at the same ε (the exact
+exponential mechanism and discrete Laplace on a grid), and with a dpopt
+estimator its training fits too (their ``--method`` must accept it, e.g. dp-gd).
 
 The report (``--out``, JSON) holds the released parameters and score, the
 privacy record with every event, and what was disclosed; no per-candidate
@@ -67,6 +71,9 @@ def register(sub) -> None:
     p.add_argument("--train-epsilon", type=float, metavar="E",
                    help="budget of each private training fit (default: --epsilon)")
     p.add_argument("--method", default="auto", metavar="M", help="optimizer of the private estimator (as dpopt fit)")
+    p.add_argument("--secure-noise", action="store_true",
+                   help="floating-point-safe releases (exact discrete noise from the OS CSPRNG, same epsilon); "
+                   "with a dpopt estimator its fits too (a --method that accepts it, e.g. dp-gd)")
     p.add_argument("--seed", type=int, help="seed of the split, the candidates and the noise (default: OS entropy)")
     p.add_argument("--out", type=Path, metavar="REPORT.json",
                    help="where to write the report (default ./<data name>.tune.json)")
@@ -112,7 +119,7 @@ def _estimator(args, data_norm: float):
     train_eps = args.epsilon if args.train_epsilon is None else args.train_epsilon
     return cls(
         epsilon=train_eps, method=args.method, data_norm=data_norm, random_state=args.seed,
-        classes=parse_classes(args.classes),
+        classes=parse_classes(args.classes), secure_noise=args.secure_noise,
     )  # fmt: skip
 
 
@@ -156,7 +163,7 @@ def run(args) -> int:
     search = DPBayesSearchCV(
         _estimator(args, data_norm), space, epsilon=args.epsilon, delta=args.delta, algorithm=args.algorithm,
         n_iter=args.n_iter, n_candidates=args.n_candidates, validation_size=args.validation_size, k1=args.k1,
-        A=args.A, tau=args.tau, data_norm=data_norm, random_state=args.seed,
+        A=args.A, tau=args.tau, data_norm=data_norm, random_state=args.seed, secure_noise=args.secure_noise,
     )  # fmt: skip
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -191,8 +198,9 @@ def run(args) -> int:
     if not args.quiet:
         params = ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
                            for k, v in search.best_params_.items())
-        print(f"best       {params} (released by the exponential mechanism)")
-        print(f"score      {search.best_score_:.6g} (released with Laplace noise)")
+        exact = " (exact, floating-point safe)" if args.secure_noise else ""
+        print(f"best       {params} (released by the exponential mechanism{exact})")
+        print(f"score      {search.best_score_:.6g} (released with {'discrete ' if exact else ''}Laplace noise)")
         print(f"privacy    epsilon = {privacy['epsilon']:.6g} ({privacy['notion']} accounting, "
               f"{len(privacy['events'])} events), selection {privacy['selection_guarantee']}; protects "
               f"{privacy['protects']}")

@@ -121,12 +121,16 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
         by default a new one sized for them.
     random_state:
         Seed of the split, the Sobol points and the noise.
+    secure_noise:
+        ``True`` releases the chosen candidate and the score with exact,
+        floating-point-safe noise at the same ε (:func:`dpopt.bayesopt.optimize`);
+        a private ``estimator``'s own fits follow its own ``secure_noise``.
     """
 
     def __init__(self, estimator, space, *, epsilon=1.0, delta=1e-3, algorithm=1, n_iter=20, n_candidates=128,
                  validation_size=0.25, cv=None, scoring="accuracy", k1=0.95, noise_std=0.05, kernel="se",
                  length_scale=0.2, prior_mean=0.5, A=None, tau=None, data_norm=None, sigmoid_slope=4.0,
-                 refit=True, ledger=None, random_state=None):
+                 refit=True, ledger=None, random_state=None, secure_noise=False):
         self.estimator = estimator
         self.space = space
         self.epsilon = epsilon
@@ -149,6 +153,7 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.refit = refit
         self.ledger = ledger
         self.random_state = random_state
+        self.secure_noise = secure_noise
 
     # -- the split -----------------------------------------------------------------------
     def _split(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -253,7 +258,8 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
         result = optimize(
             objective, candidates, algorithm=self.algorithm, epsilon=epsilon, delta=self.delta, n_iter=n_iter,
             k1=self.k1, noise_std=self.noise_std, kernel=self.kernel, length_scale=self.length_scale,
-            prior_mean=self.prior_mean, A=self.A, tau=self.tau, ledger=selection, rng=rng, **extra,
+            prior_mean=self.prior_mean, A=self.A, tau=self.tau, ledger=selection, rng=rng,
+            secure_noise=bool(self.secure_noise), **extra,
         )  # fmt: skip
         self.result_ = result
         self.candidates_ = candidates
@@ -275,7 +281,8 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
             "relation": book.relation,
             "selection_guarantee": result.guarantee,
             "selection": {"epsilon": epsilon, "delta": self.delta if self.algorithm != 3 else 0.0,
-                          "algorithm": self.algorithm, "notes": result.notes},
+                          "algorithm": self.algorithm, "notes": result.notes,
+                          "secure_noise": bool(self.secure_noise)},
             "protects": "training and validation rows" if private else "validation rows only",
             "events": [e.to_dict() for e in book.events],
         }
