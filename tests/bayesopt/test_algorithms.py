@@ -7,7 +7,7 @@ import pytest
 
 from dpopt.bayesopt import CandidateSet, optimize
 from dpopt.bayesopt import bounds as bb
-from dpopt.privacy import BudgetExceededError, Ledger
+from dpopt.privacy import BudgetExceededError, Ledger, secure
 from dpopt.privacy import events as ev
 
 HUGE = 1e12  # ε → ∞: the mechanisms' noise vanishes
@@ -148,3 +148,28 @@ def test_non_finite_gain_is_refused(problem):
     cs, _ = problem
     with pytest.raises(ValueError, match="non-finite gain"):
         optimize(lambda i: float("nan"), cs, epsilon=1.0, n_iter=2)
+
+
+@pytest.mark.parametrize("algorithm", [1, 3])
+def test_secure_noise_charges_the_exact_events_at_the_same_epsilon(problem, algorithm):
+    cs, table = problem
+    common = dict(algorithm=algorithm, epsilon=1.0, n_iter=4, rng=0, repetitions=3, **extras(algorithm, cs))
+    plain = optimize(lambda i: table[i], cs, **common)
+    exact = optimize(lambda i: table[i], cs, secure_noise=True, **common)
+    assert exact.epsilon == pytest.approx(plain.epsilon, rel=1e-12) and exact.epsilon <= 1.0
+    assert exact.info["secure_noise"] and exact.x.shape == (3, 2) and exact.fun.shape == (3,)
+    selection, score = exact.events
+    assert selection == ev.Exponential(0.5) and isinstance(score, ev.DiscreteLaplace)
+    assert score.epsilon == pytest.approx(0.5, rel=1e-12)
+    # the score is a grid point of the secure Laplace release of the 3 repetitions
+    grid = secure.grid_for(exact.info["score_sensitivity"], 3)
+    assert np.all(np.mod(exact.fun, grid) == 0.0)
+
+
+def test_secure_noise_at_large_epsilon_releases_the_best_candidate_and_gain(problem):
+    cs, table = problem
+    result = optimize(lambda i: table[i], cs, algorithm=3, epsilon=HUGE, n_iter=6, rng=0, secure_noise=True,
+                      return_trace=True, **extras(3, cs))
+    assert result.info["index"] == int(np.argmax(table))
+    grid = secure.grid_for(result.info["score_sensitivity"], 1)  # the release is the best gain's grid point
+    assert result.fun == np.rint(result.info["nonprivate_trace"]["gain"].max() / grid) * grid

@@ -121,3 +121,21 @@ def test_unknown_column_and_missing_file_follow_fit(root, capsys, monkeypatch):
 def test_parse_space():
     assert parse_space(["C=1e-3:1e3:log", "k=1,2,3", "a=0.5,1.5"]) == {
         "C": (1e-3, 1e3, "log"), "k": [1, 2, 3], "a": [0.5, 1.5]}
+
+
+def test_tune_secure_noise_releases_everything_exactly(root, capsys, monkeypatch):
+    monkeypatch.chdir(root)
+    code = main([*BASE, "--space", "regularization=1e-4:1e-1:log", "--epsilon", "1", "--train-epsilon", "0.5",
+                 "--method", "dp-gd", "--secure-noise", "--out", "secure.json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    privacy = json.loads((root / "secure.json").read_text())["privacy"]
+    kinds = {e["type"] for e in privacy["events"]}
+    assert {"exponential", "discrete_laplace"} <= kinds and "laplace" not in kinds
+    assert privacy["selection"]["secure_noise"] and privacy["epsilon"] == pytest.approx(4 * 0.5 + 1.0)
+    assert "exact, floating-point safe" in captured.out and "discrete Laplace noise" in captured.out
+    # a training method that has no exact sampler refuses in one line
+    assert main([*BASE, "--space", "regularization=1e-4:1e-1:log", "--epsilon", "1", "--method", "objpert",
+                 "--secure-noise", "--out", "refused.json"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "secure_noise=True is available for the methods" in err[0]

@@ -113,3 +113,16 @@ def test_approximate_dp_estimator_composes_by_rdp(data):
     assert book.notion == "rdp" and book.relation == "add_remove" and book.delta == pytest.approx(4e-6)
     # RDP composition of 4 fits + 2 releases stays within (and below) the basic-composition budget
     assert 1.0 < search.privacy_["epsilon"] < 4 * 0.5 + 1.0
+
+
+def test_secure_noise_reaches_the_selection_and_a_secure_estimator_composes_with_it(data):
+    X, y = data
+    search = DPBayesSearchCV(DPLogisticRegression(epsilon=0.5, method="dp-gd", data_norm=1.0, secure_noise=True),
+                             {"regularization": [1e-3, 1e-2, 1e-1]}, epsilon=1.0, n_iter=2, random_state=0,
+                             secure_noise=True)
+    search.fit(X, y)
+    assert search.result_.info["secure_noise"] and search.privacy_["selection"]["secure_noise"]
+    kinds = {e["type"] for e in search.privacy_["events"]}
+    assert {"exponential", "discrete_laplace"} <= kinds and "laplace" not in kinds  # nothing released in floats
+    assert search.privacy_["epsilon"] == pytest.approx(3 * 0.5 + 1.0)
+    assert search.get_params()["secure_noise"] is True
