@@ -6,6 +6,12 @@ repository root:
 
     python benchmarks/bench_piecewise.py               # mechanisms at two grid points
     python benchmarks/bench_piecewise.py --experiment  # also the full experiment (minutes)
+    python benchmarks/bench_piecewise.py --secure      # only: secure_noise=True against float noise
+
+``--secure`` measures the accuracy cost and the time of ``secure_noise=True`` (exact discrete
+Laplace per coordinate for the L1 sensitivity instead of Thm 9's vector Laplace; exact
+exponential-mechanism selections) on the §5 experiment's instance (d = 10, ε = 0.1, b_max = 1,
+seed 0): mean f over ``--runs`` runs with its standard error, and the excess over f_opt.
 
 Timings depend on the machine's load; the numbers are wall-clock seconds of one
 run each, with one BLAS thread (as the experiment runs: the (R, d) × (d, m)
@@ -23,7 +29,8 @@ import numpy as np
 
 from dpopt.experiments import han2014
 from dpopt.experiments._blas import single_threaded_blas
-from dpopt.piecewise import METHODS, EpigraphLP, PiecewiseAffineProblem, minimize
+from dpopt.piecewise import METHODS, EpigraphLP, PiecewiseAffineProblem, minimize, solve
+from dpopt.piecewise.mechanisms import SECURE_METHODS
 
 TARGET_POINT_S = 30.0
 TARGET_EXPERIMENT_S = 600.0
@@ -57,12 +64,40 @@ def bench_lp(d: int, m: int, count: int = 200) -> float:
     return seconds / count
 
 
+def bench_secure(runs: int) -> None:
+    config = han2014.FULL
+    A, b = han2014._instance(config)
+    print(f"\nsecure_noise=True vs float noise, han2014 §5 instance (d={config.d}, eps={config.epsilon:g}), "
+          f"{runs} runs: mean f (s.e.), excess over f_opt, seconds")
+    print(f"  {'method':16s} {'c':>4s} {'m':>4s} {'f_opt':>8s} {'float':>17s} {'secure':>17s} "
+          f"{'excess ratio':>12s} {'t float':>8s} {'t secure':>8s}")
+    for c, m in ((0.2, 20), (1.0, 20), (5.0, 20), (1.0, 5), (1.0, 100)):
+        problem = han2014._problem(A, b, config, c, m)
+        optimum = float(solve(problem).fun)
+        for method in SECURE_METHODS:
+            cells = []
+            for secure_noise in (False, True):
+                result, seconds = timed(lambda p=problem, method=method, s=secure_noise: minimize(
+                    p, config.epsilon, method=method, repetitions=runs, rng=1, secure_noise=s))
+                f = np.asarray(result.fun)
+                cells.append((f.mean(), f.std() / np.sqrt(runs), seconds))
+            ratio = (cells[1][0] - optimum) / (cells[0][0] - optimum)
+            print(f"  {method:16s} {c:>4g} {m:>4d} {optimum:>8.3f} "
+                  + " ".join(f"{mean:>9.3f} ({se:.3f})" for mean, se, _ in cells)
+                  + f" {ratio:>12.3f} {cells[0][2]:>8.2f} {cells[1][2]:>8.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--steps", type=int, default=5000)
     parser.add_argument("--experiment", action="store_true", help="also time the full experiment")
+    parser.add_argument("--secure", action="store_true", help="only compare secure_noise=True with float noise")
     args = parser.parse_args()
+    if args.secure:
+        with single_threaded_blas():
+            bench_secure(args.runs)
+        return
     print(f"machine: {os.cpu_count()} CPU(s), load average {os.getloadavg()[0]:.2f} (shared)")
     with single_threaded_blas():
         for d, m, c in ((10, 20, 1.0), (10, 200, 1.0)):

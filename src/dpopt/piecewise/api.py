@@ -33,7 +33,8 @@ def minimize(
     or ``"subgradient"`` (see :mod:`dpopt.piecewise.mechanisms`);
     ``repetitions=R`` runs R independent repetitions in one call (``x`` has
     shape (R, d)); ``options`` go to the mechanism (e.g. ``iterations=100``,
-    ``output="last"``, ``steps=5000``, ``paper_scaling=True``).
+    ``output="last"``, ``steps=5000``, ``paper_scaling=True``, ``secure_noise=True``
+    for the methods in :data:`~dpopt.piecewise.mechanisms.SECURE_METHODS`).
     """
     check_choice("method", method, METHODS)
     mechanism = METHODS[method]
