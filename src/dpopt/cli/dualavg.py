@@ -39,7 +39,7 @@ def _add_arguments(p) -> None:
         "--secure-noise",
         action="store_true",
         help="release every message on a grid with exact discrete Gaussian noise from the OS CSPRNG "
-        "(floating-point safe; not reproducible by --seed; ~30 us of CPU per coordinate)",
+        "(floating-point safe; not reproducible by --seed; ~2-13 us of CPU per coordinate)",
     )
     p.add_argument("--lipschitz", type=float, default=1.0)
     p.add_argument("--regularizer", choices=("l2", "l1", "none"), default="l2")

@@ -119,7 +119,7 @@ def minimize(
     integer sensitivity, and σ is calibrated for that charged event
     (:func:`.accounting.round_event`).  It needs a private run, cannot be
     seeded (``seed`` still fixes the public plan and the record sampling) and
-    costs ~30 µs of CPU per released coordinate.
+    costs ~2–13 µs of CPU per released coordinate (``benchmarks/bench_dualavg.py --secure``).
     """
     backend = val.check_choice("backend", backend, ("simulate", "mpi"))
     load, sizes = _shard_source(shards, sizes)

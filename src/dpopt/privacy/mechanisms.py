@@ -473,6 +473,10 @@ class PrepaidGaussianRounds:
             raise ValueError("release_rows needs sessions that are all secure_noise or all not")
         for s in sessions:
             s._check_round(round_index)
+        if secure_sessions and len({(s.grid, s.sigma, s.size) for s in sessions}) == 1:
+            for s in sessions:  # one grid and law: the whole block in one vectorized draw
+                s._last = round_index
+            return sessions[0]._secure_rows(value)
         noise = np.empty(value.shape)
         lo = 0
         for s, c in zip(sessions, counts, strict=True):
