@@ -19,7 +19,7 @@
 
 * Secure noise (``--secure``): CPU time per simulator round at n = 20 nodes,
   d = 100 and 1,000, float Gaussian messages against ``secure_noise=True``
-  (exact discrete Gaussian from the OS CSPRNG, pure Python), with ι = 0.1
+  (exact discrete Gaussian from the OS CSPRNG, ``secure.discrete_gaussian_vector``), with ι = 0.1
   (2 senders per round) and ι = 1 (20 senders), and the cost per released
   coordinate.
 
