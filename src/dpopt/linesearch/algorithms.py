@@ -68,6 +68,7 @@ and reports the filter's guarantee, the budget.  ``info`` reports
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, fields
 
 import numpy as np
@@ -90,6 +91,7 @@ from ..oracles import (
     normalizer_note,
     public_normalizer,
     run_ledger,
+    step_event,
 )
 from ..oracles.noisy_btls import noisy_btls_step, reset_initial_step
 from ..privacy import events as ev
@@ -114,6 +116,11 @@ _NOTES = (
     "adapt to privately released gradients (CHEB), so the ledger is a Renyi filter at one order fixed "
     "before the run from the planned, public composition (Feldman & Zrnic 2021, Thm 3.1); the "
     "guarantee reported is the filter's, the budget."
+)
+_SECURE_NOTE = (
+    " Floating-point-safe noise: gradients released on a grid with exact discrete Gaussian noise and "
+    "line-search comparisons of grid-rounded queries with exact discrete noise (OS CSPRNG), charged "
+    "and planned as the discrete events."
 )
 
 
@@ -231,6 +238,16 @@ class LineSearchHyper:
         Cap on outer iterations below the plan (the budget is then not all spent).
     trajectory:
         Record F(w_t) on the full data after every iteration (non-private, for plots).
+    secure_noise:
+        Floating-point-safe noise (Mironov 2012): every noisy gradient sum is released on a
+        power-of-two grid with exact discrete Gaussian noise, and every NoisyBTLS compares its
+        queries rounded to a grid (integer sensitivity ⌊Δ_q/g⌋ + 1) against a threshold with exact
+        discrete Laplace or discrete Gaussian noise, all from the OS CSPRNG
+        (:func:`dpopt.privacy.mechanisms.secure_event`); so does the noisy record count.  The
+        plan and every budget check use the discrete events charged: Poisson-subsampled
+        ``DiscreteGaussian`` (bounded by Zhu & Wang's Lemma 4, looser than the exact subsampled
+        Gaussian, so ε_iter comes out smaller) and ``DiscreteAboveThreshold`` (eqs. (4)–(5) in
+        grid units, :func:`dpopt.privacy.rdp.above_threshold_rdp`).
     """
 
     rate: float = 0.02
@@ -259,6 +276,7 @@ class LineSearchHyper:
     orders: tuple | None = None
     max_iter: int = 1_000_000
     trajectory: bool = False
+    secure_noise: bool = False
 
     def __post_init__(self):
         check_rate("rate", self.rate)
@@ -333,6 +351,12 @@ class _Stats:
     trajectory: list = field(default_factory=list)
 
 
+def _charged(model, hyper: LineSearchHyper, rate: float, c_grad: float, c_obj: float):
+    """``(ρ, bt) ↦`` one iteration's event as a secure run charges it at (C_grad, C_obj), for the plan."""
+    return functools.partial(step_event, c_grad=c_grad, c_obj=c_obj, noise=hyper.noise, rate=rate,
+                             dim=model.dim, secure_noise=True)
+
+
 def _descend(model, epsilon, delta, rng, hyper: LineSearchHyper, *, method: str, rate: float,
              increase: str, adaptive_clipping: bool, ledger=None) -> DPResult:
     """The loop shared by the three methods (see the module docstring)."""
@@ -347,16 +371,19 @@ def _descend(model, epsilon, delta, rng, hyper: LineSearchHyper, *, method: str,
                                         orders=PLAN_ORDERS if hyper.orders is None else hyper.orders)
     rng = as_generator(rng)
     c_grad = hyper.clip_for(model, adaptive=adaptive_clipping)
+    secure = bool(hyper.secure_noise)
     plan = plan_run(hyper, ledger=ledger, epsilon=epsilon, delta=delta, rate=rate,
-                    prior=count_event(model, n_public=hyper.n_public, epsilon=epsilon, delta=delta))
+                    prior=count_event(model, n_public=hyper.n_public, epsilon=epsilon, delta=delta,
+                                      secure_noise=secure),
+                    event_of=_charged(model, hyper, rate, c_grad, hyper.c_obj) if secure else None)
     if ledger.filter_order is None:
         ledger.fix_filter_order(plan.order)
     rho, bt = rho0, bt0 = plan.rho_grad, plan.budget_bt
     normalizer = public_normalizer(model, n_public=hyper.n_public, ledger=ledger, rng=rng,
-                                   epsilon=epsilon, delta=delta)
+                                   epsilon=epsilon, delta=delta, secure_noise=secure)
     oracle = PrivateOracle(model, ledger=ledger, rng=rng, normalizer=normalizer, rate=rate,
                            c_grad=c_grad, c_obj=hyper.c_obj, noise=hyper.noise, lazy=hyper.lazy,
-                           query=hyper.query)
+                           query=hyper.query, secure_noise=secure)
     c_grad0 = oracle.c_grad
     w = start_point(model, hyper.w0)
     angles = AngleAverage(hyper.psi)
@@ -425,7 +452,9 @@ def _descend(model, epsilon, delta, rng, hyper: LineSearchHyper, *, method: str,
         charged = stats.gradients + stats.line_searches - charged_before
         stats.events_per_iteration.append(charged)
         if charged > 2:  # a failed search took from the iterations still planned: share what is left
-            rho, bt = fit_remaining(hyper, ledger=ledger, rate=rate, remaining=last - t, rho=rho, bt=bt)
+            rho, bt = fit_remaining(hyper, ledger=ledger, rate=rate, remaining=last - t, rho=rho, bt=bt,
+                                    event_of=_charged(model, hyper, rate, oracle.c_grad, oracle.c_obj)
+                                    if secure else None)
         if t % hyper.tau == 0:
             eta0, omega = reset_initial_step(eta0, omega, hyper.varsigma), []
         if hyper.trajectory:
@@ -461,11 +490,12 @@ def _descend(model, epsilon, delta, rng, hyper: LineSearchHyper, *, method: str,
         "c_obj": oracle.c_obj,
         "clip_history": list(stats.clip_history),
         "filter_order": ledger.filter_order,
+        "secure_noise": secure,
     }
     trajectory = np.array(stats.trajectory) if hyper.trajectory else None
     return DPResult.from_ledger(ledger, x=w, fun=model.value(w), method=method, nit=t,
                                 trajectory=trajectory, info=info, guarantee="exact",
-                                notes=_NOTES + " " + normalizer_note(normalizer))
+                                notes=_NOTES + (_SECURE_NOTE if secure else "") + " " + normalizer_note(normalizer))
 
 
 def dp_blsgd(model: PrivateModel, *, epsilon: float | None = None, delta: float | None = None,

@@ -109,10 +109,12 @@ def _step(hyper, rate: float, rho: float, bt: float) -> ev.Event:
                         wrap(line_search_event(bt, 1.0, hyper.noise))))
 
 
-def _fits(hyper, rate, orders, room, rho, bt) -> np.ndarray:
-    """Per order, how many iterations at (ρ, bt) fit ``room`` (0 where the order is unusable)."""
+def _fits(hyper, rate, orders, room, rho, bt, event_of=None) -> np.ndarray:
+    """Per order, how many iterations at (ρ, bt) fit ``room`` (0 where the order is unusable);
+    ``event_of(ρ, bt)`` builds one iteration's event (default :func:`_step`)."""
+    event = _step(hyper, rate, rho, bt) if event_of is None else event_of(rho, bt)
     with np.errstate(divide="ignore", invalid="ignore"):
-        n = np.where(room > 0.0, room / rdp_curve(_step(hyper, rate, rho, bt), orders), 0.0)
+        n = np.where(room > 0.0, room / rdp_curve(event, orders), 0.0)
     return np.nan_to_num(n, nan=0.0)
 
 
@@ -139,20 +141,22 @@ def _largest(gap, start: float, cap: float | None = None, *, step: float = math.
     return u
 
 
-def plan_run(hyper, *, ledger, epsilon: float, delta: float, rate: float, prior: ev.Event | None = None) -> Plan:
+def plan_run(hyper, *, ledger, epsilon: float, delta: float, rate: float, prior: ev.Event | None = None,
+             event_of=None) -> Plan:
     """The :class:`Plan` of one run (see the module docstring).
 
     ``hyper`` is the run's :class:`~dpopt.linesearch.algorithms.LineSearchHyper`;
     ``prior`` an event charged before the iterations (the noisy count).  With
     both ``rho_grad`` and ``budget_bt`` given nothing is calibrated: the order
     is the one at which most iterations fit.  ``iterations`` is 0 when not
-    one iteration fits.
+    one iteration fits.  ``event_of(ρ, bt)``, when given, is one iteration's event as the run
+    charges it (a secure run's discrete events, :func:`dpopt.oracles.step_event`); default :func:`_step`.
     """
     orders, room = _room(ledger, epsilon, delta, prior)
     target = hyper.planned_iterations * (1.0 + RESERVE)
 
     def fits(eps_iter: float | None) -> np.ndarray:
-        return _fits(hyper, rate, orders, room, *_budgets(hyper, eps_iter or 0.0))
+        return _fits(hyper, rate, orders, room, *_budgets(hyper, eps_iter or 0.0), event_of)
 
     def planned(eps_iter: float | None, iterations: int) -> Plan:
         n = fits(eps_iter)
@@ -169,7 +173,8 @@ def plan_run(hyper, *, ledger, epsilon: float, delta: float, rate: float, prior:
     return planned(paper, 0) if u is None else planned(math.exp(u), hyper.planned_iterations)
 
 
-def fit_remaining(hyper, *, ledger, rate: float, remaining: int, rho: float, bt: float) -> tuple[float, float]:
+def fit_remaining(hyper, *, ledger, rate: float, remaining: int, rho: float, bt: float,
+                  event_of=None) -> tuple[float, float]:
     """(ρ_grad, bt), scaled down as ε_iter (by λ ≤ 1: ρ·λ², ε_BT·λ or ρ_BT·λ²) so that ``remaining``
     iterations plus the reserve still fit the ledger's room at its filter order.
 
@@ -178,6 +183,7 @@ def fit_remaining(hyper, *, ledger, rate: float, remaining: int, rho: float, bt:
     from the iterations still planned; the later iterations then share what is
     left, and the run makes the planned number of iterations.  Public
     quantities only (the budgets follow released values).  Unchanged if they fit.
+    ``event_of``: as for :func:`plan_run`.
     """
     orders, room = ledger.remaining_rdp()
     if remaining <= 0 or not np.any(room > 0.0):
@@ -189,7 +195,7 @@ def fit_remaining(hyper, *, ledger, rate: float, remaining: int, rho: float, bt:
         return rho * math.exp(2.0 * u), bt * math.exp(power * u)
 
     def gap(u: float) -> float:
-        return math.log(max(float(_fits(hyper, rate, orders, room, *scaled(u)).max()), 1e-300)) - target
+        return math.log(max(float(_fits(hyper, rate, orders, room, *scaled(u), event_of).max()), 1e-300)) - target
 
     u = _largest(gap, 0.0, cap=0.0, step=math.log(1.25), tol=_RESCALE_TOL)  # usually a few % down
     return (rho, bt) if u is None else scaled(u)

@@ -34,12 +34,14 @@ from .normalizer import (
     normalizer_note,
     public_normalizer,
 )
-from .oracle import PrivateOracle, gaussian_sigma
+from .oracle import PrivateOracle, gaussian_sigma, release_events, step_event
 from .selection import LABELS, majority_label
 
 __all__ = [
     "PrivateOracle",
     "gaussian_sigma",
+    "release_events",
+    "step_event",
     "Ray",
     "NOISES",
     "QUERIES",

@@ -195,7 +195,8 @@ def _queries(ray: Ray, steps: np.ndarray, alpha: float) -> np.ndarray:
 
 def above_threshold_search(ray: Ray, steps: np.ndarray, *, alpha: float, budget: float,
                            noise: str = "laplace", ledger=None, rng=None, sampler=None,
-                           lazy: bool = False, event: ev.AboveThreshold | None = None) -> np.ndarray:
+                           lazy: bool = False, event: ev.AboveThreshold | None = None,
+                           secure_noise: bool = False) -> np.ndarray:
     """Index of the first candidate in ``steps`` (last axis) whose noisy Armijo query clears the
     noisy threshold, −1 where none does (Algorithm 1, lines 4–12).
 
@@ -205,7 +206,9 @@ def above_threshold_search(ray: Ray, steps: np.ndarray, *, alpha: float, budget:
     the ray's records) is charged to ``ledger`` before any noise is drawn.
     ``ray`` with batch shape ``(R,)`` runs R searches under one charge.  ``event``, when
     given, is that event already built (``line_search_event(budget, ray.sensitivity, noise)``,
-    as :class:`~dpopt.oracles.PrivateOracle` caches it).
+    as :class:`~dpopt.oracles.PrivateOracle` caches it).  ``secure_noise=True`` compares the
+    queries rounded to a grid with exact discrete noise and charges the discrete event
+    (:func:`dpopt.privacy.mechanisms.above_threshold`).
     """
     if math.isinf(budget):
         above = _queries(ray, steps, alpha) >= 0.0
@@ -214,9 +217,9 @@ def above_threshold_search(ray: Ray, steps: np.ndarray, *, alpha: float, budget:
         event = line_search_event(budget, ray.sensitivity, noise)
     if not lazy:
         return mech.above_threshold(_queries(ray, steps, alpha), event=event, ledger=ledger,
-                                    rng=rng, sampler=sampler)
+                                    rng=rng, sampler=sampler, secure_noise=secure_noise)
     session = mech.AboveThresholdSession(
-        event, ledger=ledger, rng=rng, batch_shape=ray.batch_shape, sampler=sampler
+        event, ledger=ledger, rng=rng, batch_shape=ray.batch_shape, sampler=sampler, secure_noise=secure_noise
     )
     index = np.full(ray.batch_shape, -1)
     for start in range(0, steps.shape[-1], LAZY_CHUNK):

@@ -76,7 +76,8 @@ def count_sigma(epsilon: float, delta: float, share: float = COUNT_SHARE) -> flo
     return 1.0 / math.sqrt(2.0 * share * rho)
 
 
-def count_event(model, *, n_public=None, epsilon: float, delta: float) -> ev.Event | None:
+def count_event(model, *, n_public=None, epsilon: float, delta: float,
+                secure_noise: bool = False) -> ev.Event | None:
     """The event :func:`public_normalizer` charges for these arguments (None: nothing is charged).
 
     For planning a run's budget before anything is charged; public quantities only.
@@ -84,16 +85,18 @@ def count_event(model, *, n_public=None, epsilon: float, delta: float) -> ev.Eve
     declared = n_public if n_public is not None else getattr(model, "n_public", None)
     if declared is not None or delta <= 0.0:
         return None
-    return ev.Gaussian(count_sigma(epsilon, delta), 1.0)
+    event = ev.Gaussian(count_sigma(epsilon, delta), 1.0)
+    return mech.secure_event(event, 1)[0] if secure_noise else event
 
 
 def public_normalizer(model, *, n_public=None, ledger: Ledger, rng, epsilon: float,
-                      delta: float) -> Normalizer:
+                      delta: float, secure_noise: bool = False) -> Normalizer:
     """The normalizer of one run: ``n_public`` (else the model's declared one), else a noisy count.
 
     ``epsilon``/``delta`` are the run's planned budget (they size the count's
     noise); the count is charged to ``ledger`` as ``Gaussian(σ, 1)`` before it
-    is drawn.  ``model.n`` is read only inside that release.
+    is drawn (``secure_noise``: on a grid with exact discrete Gaussian noise, charged as
+    :func:`count_event` says).  ``model.n`` is read only inside that release.
     """
     declared = n_public if n_public is not None else getattr(model, "n_public", None)
     if declared is not None:
@@ -104,7 +107,7 @@ def public_normalizer(model, *, n_public=None, ledger: Ledger, rng, epsilon: flo
             "(the data's own n is private under add/remove-one)"
         )
     noisy = mech.gaussian(float(model.n), sensitivity=1.0, sigma=count_sigma(epsilon, delta),
-                          ledger=ledger, rng=rng)
+                          ledger=ledger, rng=rng, secure_noise=secure_noise)
     return Normalizer(max(float(noisy), MIN_COUNT), "noisy_count")
 
 

@@ -45,7 +45,7 @@ from ..privacy import mechanisms as mech
 from .line_search import NOISES, QUERIES, Ray, above_threshold_search, line_search_event
 from .normalizer import Normalizer
 
-__all__ = ["PrivateOracle", "gaussian_sigma", "EAGER_ENTRIES"]
+__all__ = ["PrivateOracle", "gaussian_sigma", "release_events", "step_event", "EAGER_ENTRIES"]
 
 #: A lazy oracle's line search evaluates every candidate in one pass (one
 #: :func:`~dpopt.privacy.mechanisms.above_threshold` call) when q·N × (number of candidates)
@@ -60,6 +60,34 @@ EAGER_ENTRIES = 4096
 def gaussian_sigma(rho: float, clip: float) -> float:
     """σ of chen2020 Algorithm 2, line 6: variance C²/(2ρ), i.e. (α, αρ)-RDP (Lemma 1)."""
     return check_positive("clip", clip) / math.sqrt(2.0 * check_positive("rho", rho))
+
+
+def release_events(kind: str, budget: float, clip: float, *, noise: str = "laplace", dim: int = 1,
+                   secure_noise: bool = False) -> tuple[ev.Event, ev.Event]:
+    """(mechanism event, event its release charges before amplification) of one release.
+
+    ``kind="gradient"``: a Gaussian gradient of ``dim`` coordinates with budget ρ_grad and
+    clipping threshold C_grad (chen2020 Algorithm 2, line 6); ``"line_search"``: one NoisyBTLS
+    with ε_BT or ρ_BT and C_obj (:func:`~dpopt.oracles.line_search.line_search_event`).  With
+    ``secure_noise`` the charged event is the discrete one of the secure release
+    (:func:`~dpopt.privacy.mechanisms.secure_event`: a subsampled ``DiscreteGaussian`` or a
+    ``DiscreteAboveThreshold``); calibrations of secure runs plan with it.
+    """
+    if kind == "gradient":
+        inner, size = ev.Gaussian(gaussian_sigma(budget, clip), clip), dim
+    else:
+        inner, size = line_search_event(budget, clip, noise), 1
+    return inner, (mech.secure_event(inner, size)[0] if secure_noise else inner)
+
+
+def step_event(rho: float, budget: float, *, c_grad: float, c_obj: float, noise: str, rate: float,
+               dim: int = 1, secure_noise: bool = False) -> ev.Event:
+    """One gradient (ρ) and one line search (ε_BT or ρ_BT) composed, each Poisson-amplified at
+    ``rate``, as a :class:`PrivateOracle` with these settings charges them (see :func:`release_events`)."""
+    wrap = PoissonSampler(rate).wrap
+    options = {"noise": noise, "dim": dim, "secure_noise": secure_noise}
+    return ev.Composed((wrap(release_events("gradient", rho, c_grad, **options)[1]),
+                        wrap(release_events("line_search", budget, c_obj, **options)[1])))
 
 
 def _as_normalizer(normalizer) -> Normalizer:
@@ -95,6 +123,11 @@ class PrivateOracle:
         measure (``"objective"``/``"decrease"``, :meth:`~dpopt.oracles.Ray.of_model`)
         and whether they are evaluated one at a time (a lazy oracle still asks all candidates
         in one pass when q·N × candidates ≤ :data:`EAGER_ENTRIES`).
+    secure_noise:
+        Release the gradient sums and compare the line searches' queries on a power-of-two
+        grid with exact discrete Gaussian (gradients) and discrete Laplace/Gaussian (line
+        searches) noise from the OS CSPRNG, charging the discrete events
+        (:func:`release_events`); :meth:`select_step` is not covered.
     """
 
     def __init__(self, model: PrivateModel, *, ledger: Ledger, rng: np.random.Generator,
@@ -102,7 +135,7 @@ class PrivateOracle:
                  c_obj: float = 1.0, noise: str = "laplace", query: str = "objective",
                  lazy: bool = False, secure_noise: bool = False):
         self.model = check_model(model)
-        self.secure_noise = bool(secure_noise)  # gradient releases by exact discrete noise on a grid
+        self.secure_noise = bool(secure_noise)  # gradients and line searches by exact discrete noise on a grid
         self.ledger = mech.check_ledger(ledger)
         self.rng = mech.check_rng(rng)
         self._sampling_rng = self.rng if sampling_rng is None else mech.check_rng(sampling_rng)
@@ -135,17 +168,15 @@ class PrivateOracle:
     def _event(self, kind: str, budget: float) -> tuple[ev.Event, ev.Event]:
         """(mechanism event, charged event) of one gradient or line search, built once per budget.
 
-        With ``secure_noise`` a gradient of the model's ``dim`` coordinates charges the discrete
-        event its release does (:func:`~dpopt.privacy.mechanisms.secure_event`).
+        With ``secure_noise`` a gradient of the model's ``dim`` coordinates, and a line search
+        (scalar queries), charge the discrete event their release does
+        (:func:`~dpopt.privacy.mechanisms.secure_event`).
         """
         key = (kind, budget, self.c_grad if kind == "gradient" else self.c_obj)
         pair = self._events.get(key)
         if pair is None:
-            if kind == "gradient":
-                inner = ev.Gaussian(gaussian_sigma(budget, self.c_grad), self.c_grad)
-                charged = mech.secure_event(inner, self.model.dim)[0] if self.secure_noise else inner
-            else:
-                inner = charged = line_search_event(budget, self.c_obj, self.noise)
+            inner, charged = release_events(kind, budget, key[2], noise=self.noise, dim=self.model.dim,
+                                            secure_noise=self.secure_noise)
             pair = self._events[key] = (inner, self.wrap(charged))
         return pair
 
@@ -240,7 +271,7 @@ class PrivateOracle:
         lazy = self.lazy and self.weight * steps.shape[-1] > EAGER_ENTRIES
         index = above_threshold_search(ray, steps, alpha=alpha, budget=budget, noise=self.noise,
                                        ledger=self.ledger, rng=self.rng, sampler=self.sampler,
-                                       lazy=lazy, event=event)
+                                       lazy=lazy, event=event, secure_noise=self.secure_noise)
         if np.ndim(index) == 0:  # one search: Python arithmetic
             index = int(index)
             self.queries += index + 1 if index >= 0 else steps.shape[-1]

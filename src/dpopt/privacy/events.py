@@ -34,6 +34,7 @@ __all__ = [
     "Exponential",
     "PureDP",
     "AboveThreshold",
+    "DiscreteAboveThreshold",
     "Subsampled",
     "Activated",
     "Composed",
@@ -294,21 +295,9 @@ class Snapping(Event):
 
 
 @dataclass(frozen=True)
-class AboveThreshold(Event):
-    """One run of AboveThreshold (sparse vector) that halts at the first query above a noisy threshold.
+class _SparseVector(Event):
+    """Fields and ε/σ views shared by :class:`AboveThreshold` and :class:`DiscreteAboveThreshold`."""
 
-    chen2020 Algorithm 1: the threshold gets noise of ``threshold_scale`` once,
-    each query gets fresh noise of ``query_scale``; every query has sensitivity
-    ``sensitivity`` (Δ_q).  ``noise`` is ``"laplace"`` (scales are Laplace
-    scales; ε₁ = Δ_q/threshold_scale, ε₂ = Δ_q/query_scale, pure ε₁ + 2ε₂,
-    RDP eq. (4)) or ``"gaussian"`` (scales are standard deviations;
-    σ₁ = threshold_scale/Δ_q, σ₂ = query_scale/Δ_q, RDP eq. (5)).
-
-    Use :meth:`laplace` and :meth:`gaussian` to build one from the paper's
-    parameters.
-    """
-
-    kind: ClassVar[str] = "above_threshold"
     noise: str
     threshold_scale: float
     query_scale: float
@@ -318,23 +307,6 @@ class AboveThreshold(Event):
         check_choice("noise", self.noise, ("laplace", "gaussian"))
         for name in ("threshold_scale", "query_scale", "sensitivity"):
             object.__setattr__(self, name, check_positive(name, getattr(self, name)))
-
-    @classmethod
-    def laplace(cls, epsilon1: float, epsilon2: float, sensitivity: float = 1.0) -> AboveThreshold:
-        """Laplace variant with threshold budget ε₁ and per-query budget ε₂."""
-        epsilon1 = check_positive("epsilon1", epsilon1)
-        epsilon2 = check_positive("epsilon2", epsilon2)
-        sensitivity = check_positive("sensitivity", sensitivity)
-        return cls("laplace", scale_for_epsilon(sensitivity, epsilon1),
-                   scale_for_epsilon(sensitivity, epsilon2), sensitivity)
-
-    @classmethod
-    def gaussian(cls, sigma1: float, sigma2: float, sensitivity: float = 1.0) -> AboveThreshold:
-        """Gaussian variant with noise multipliers σ₁ (threshold) and σ₂ (queries)."""
-        sigma1 = check_positive("sigma1", sigma1)
-        sigma2 = check_positive("sigma2", sigma2)
-        sensitivity = check_positive("sensitivity", sensitivity)
-        return cls("gaussian", sigma1 * sensitivity, sigma2 * sensitivity, sensitivity)
 
     def _require(self, noise: str, name: str) -> None:
         if self.noise != noise:
@@ -359,6 +331,64 @@ class AboveThreshold(Event):
     def sigma2(self) -> float:
         self._require("gaussian", "sigma2")
         return self.query_scale / self.sensitivity
+
+
+@dataclass(frozen=True)
+class AboveThreshold(_SparseVector):
+    """One run of AboveThreshold (sparse vector) that halts at the first query above a noisy threshold.
+
+    chen2020 Algorithm 1: the threshold gets noise of ``threshold_scale`` once,
+    each query gets fresh noise of ``query_scale``; every query has sensitivity
+    ``sensitivity`` (Δ_q).  ``noise`` is ``"laplace"`` (scales are Laplace
+    scales; ε₁ = Δ_q/threshold_scale, ε₂ = Δ_q/query_scale, pure ε₁ + 2ε₂,
+    RDP eq. (4)) or ``"gaussian"`` (scales are standard deviations;
+    σ₁ = threshold_scale/Δ_q, σ₂ = query_scale/Δ_q, RDP eq. (5)).
+
+    Use :meth:`laplace` and :meth:`gaussian` to build one from the paper's
+    parameters.
+    """
+
+    kind: ClassVar[str] = "above_threshold"
+
+    @classmethod
+    def laplace(cls, epsilon1: float, epsilon2: float, sensitivity: float = 1.0) -> AboveThreshold:
+        """Laplace variant with threshold budget ε₁ and per-query budget ε₂."""
+        epsilon1 = check_positive("epsilon1", epsilon1)
+        epsilon2 = check_positive("epsilon2", epsilon2)
+        sensitivity = check_positive("sensitivity", sensitivity)
+        return cls("laplace", scale_for_epsilon(sensitivity, epsilon1),
+                   scale_for_epsilon(sensitivity, epsilon2), sensitivity)
+
+    @classmethod
+    def gaussian(cls, sigma1: float, sigma2: float, sensitivity: float = 1.0) -> AboveThreshold:
+        """Gaussian variant with noise multipliers σ₁ (threshold) and σ₂ (queries)."""
+        sigma1 = check_positive("sigma1", sigma1)
+        sigma2 = check_positive("sigma2", sigma2)
+        sensitivity = check_positive("sensitivity", sensitivity)
+        return cls("gaussian", sigma1 * sensitivity, sigma2 * sensitivity, sensitivity)
+
+
+@dataclass(frozen=True)
+class DiscreteAboveThreshold(_SparseVector):
+    """AboveThreshold on integer-valued queries with exact discrete noise (the secure line search).
+
+    The queries are rounded to a grid g·ℤ (their integer sensitivity Δ =
+    ``sensitivity`` is ⌊Δ_q/g⌋ + 1); the threshold gets discrete Laplace
+    (``noise="laplace"``, P(x) ∝ exp(−|x|/scale)) or discrete Gaussian
+    (``"gaussian"``, P(x) ∝ exp(−x²/(2 scale²))) noise of ``threshold_scale``
+    on ℤ, every query fresh noise of ``query_scale``.  ε₁, ε₂, σ₁, σ₂ are read
+    as for :class:`AboveThreshold` (in grid units).  Its RDP is chen2020
+    eq. (5) for the Gaussian variant and eq. (4) with the discrete Laplace's
+    Rényi moment for the Laplace one (:func:`dpopt.privacy.rdp.above_threshold_rdp`);
+    :func:`dpopt.privacy.mechanisms.secure_event` builds it from an :class:`AboveThreshold`.
+    """
+
+    kind: ClassVar[str] = "discrete_above_threshold"
+    sensitivity: int = 1
+
+    def __post_init__(self):
+        super().__post_init__()
+        object.__setattr__(self, "sensitivity", _check_integer_sensitivity(self.sensitivity))
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,9 @@ discrete one, with the grid's integer sensitivity and the same ε (Laplace) or
 noise multiplier (Gaussian) as asked; the generator ``rng`` is not used.
 ``secure_noise=True`` on :func:`exponential` draws the index exactly (integer
 scores on a grid, rational acceptance probabilities; the same ε).
+On :func:`above_threshold` and :class:`AboveThresholdSession` it compares
+integer-rounded queries on such a grid with exact discrete noise (the
+threshold's and every query's), charging a ``DiscreteAboveThreshold``.
 :func:`snapping` is the continuous alternative: Mironov's snapping mechanism.
 """
 
@@ -116,12 +119,21 @@ def secure_event(event: ev.Event, size: int) -> tuple[ev.Event, float]:
     A calibration that will release through the secure samplers calibrates this event.  An
     ``Activated`` or ``Subsampled`` wrapping is kept around the discrete event of the noise it
     wraps: the rounded query of the sample has that integer sensitivity, so the same
-    amplification argument applies to it.
+    amplification argument applies to it.  For an
+    :class:`~dpopt.privacy.events.AboveThreshold` (``size`` unused: every query is a scalar) it is
+    the :class:`~dpopt.privacy.events.DiscreteAboveThreshold` of :func:`above_threshold` and
+    :class:`AboveThresholdSession` with ``secure_noise=True``.
     """
     if isinstance(event, ev.Activated | ev.Subsampled):
         inner, grid = secure_event(event.event, size)
         return dataclasses.replace(event, event=inner), grid
     d = max(int(size), 1)
+    if isinstance(event, ev.AboveThreshold):  # scalar queries: the same ε₁, ε₂ or σ₁, σ₂ in grid units
+        grid = secure.grid_for(event.sensitivity, 1.0)
+        sensitivity = secure.l1_grid_sensitivity(event.sensitivity, grid, 1)  # ⌊Δ_q/g⌋ + 1
+        units = sensitivity / event.sensitivity
+        return ev.DiscreteAboveThreshold(event.noise, event.threshold_scale * units, event.query_scale * units,
+                                         sensitivity), grid
     if isinstance(event, ev.Laplace):
         grid = secure.grid_for(event.sensitivity, d)
         sensitivity = secure.l1_grid_sensitivity(event.sensitivity, grid, d)
@@ -311,7 +323,11 @@ def secure_exponential_scores(scores, sensitivity: float) -> tuple[np.ndarray, i
     return integer.max(axis=-1, keepdims=True) - integer, secure.l1_grid_sensitivity(sensitivity, grid, 1)
 
 
-def _threshold_noise(rng: np.random.Generator, event: ev.AboveThreshold, scale: float, shape) -> np.ndarray:
+def _threshold_noise(rng: np.random.Generator, event, scale: float, shape) -> np.ndarray:
+    if isinstance(event, ev.DiscreteAboveThreshold):  # exact, from the OS CSPRNG (rng unused)
+        if event.noise == "laplace":
+            return secure.discrete_laplace_array(scale, shape)
+        return secure.discrete_gaussian_array(scale, shape)
     if event.noise == "laplace":
         return rng.laplace(0.0, scale, size=shape)
     return rng.normal(0.0, scale, size=shape)
@@ -323,7 +339,47 @@ def _check_above_threshold(event) -> ev.AboveThreshold:
     return event
 
 
-def above_threshold(queries, *, event: ev.AboveThreshold, ledger: Ledger, rng, threshold=0.0, sampler=None):
+# Secure AboveThreshold clamps every query to ±2⁵⁰ grid steps before rounding: clamping is
+# 1-Lipschitz (the sensitivity is unchanged) and keeps every sum of integers exact in doubles.
+_QUERY_UNITS = 2.0**50
+
+
+class _Comparisons:
+    """The noisy threshold and the noisy query answers of one AboveThreshold run.
+
+    Plain: q_i + ν_i against T + λ with the event's continuous noise.  Secure
+    (``secure_noise=True``): on the grid g of :func:`secure_event`, the integer
+    query round(clamp(q_i/g)) + ν_i against round(T/g) + λ, with ν_i and λ exact
+    discrete Laplace or discrete Gaussian draws from the OS CSPRNG; the queries'
+    integer sensitivity is ⌊Δ_q/g⌋ + 1 and the charged event is the
+    :class:`~dpopt.privacy.events.DiscreteAboveThreshold` (its RDP:
+    :func:`dpopt.privacy.rdp.above_threshold_rdp`).  The event (the discrete one when
+    secure) is charged before anything is drawn.
+    """
+
+    def __init__(self, event, ledger, rng, sampler, secure_noise: bool):
+        self.event = _check_above_threshold(event)
+        self.rng = check_rng(rng)
+        self.grid = None
+        if secure_noise:
+            self.event, self.grid = secure_event(event, 1)
+        _charge(self.event, ledger, sampler)
+
+    def _units(self, values) -> np.ndarray:
+        if self.grid is None:
+            return values
+        return secure.snap_to_grid(np.clip(values / self.grid, -_QUERY_UNITS, _QUERY_UNITS), 1.0)
+
+    def threshold(self, threshold, shape) -> np.ndarray:
+        return self._units(np.asarray(threshold, dtype=float)) + _threshold_noise(
+            self.rng, self.event, self.event.threshold_scale, shape)
+
+    def queries(self, values) -> np.ndarray:
+        return self._units(values) + _threshold_noise(self.rng, self.event, self.event.query_scale, values.shape)
+
+
+def above_threshold(queries, *, event: ev.AboveThreshold, ledger: Ledger, rng, threshold=0.0, sampler=None,
+                    secure_noise: bool = False):
     """AboveThreshold (chen2020 Algorithm 1, lines 4–12) over precomputed query answers.
 
     ``queries[..., i]`` are the answers q_1, q_2, … in the order they are
@@ -332,16 +388,15 @@ def above_threshold(queries, *, event: ev.AboveThreshold, ledger: Ledger, rng, t
     result is the index of the first i with q_i + ν_i ≥ T̂, or −1 when none is.
     Use :class:`AboveThresholdSession` when each query is expensive and should
     only be computed if the previous ones were below the threshold.
+    ``secure_noise=True`` compares integer queries on a grid with exact discrete
+    noise and charges the discrete event (:class:`_Comparisons`).
     """
-    event = _check_above_threshold(event)
     queries = check_finite_array("queries", queries)
     if queries.ndim == 0 or queries.shape[-1] == 0:
         raise ValueError("queries must have a non-empty last axis")
-    check_rng(rng)
-    _charge(event, ledger, sampler)
-    noisy_threshold = threshold + _threshold_noise(rng, event, event.threshold_scale, queries.shape[:-1])
-    noisy = queries + _threshold_noise(rng, event, event.query_scale, queries.shape)
-    above = noisy >= noisy_threshold[..., None]
+    run = _Comparisons(event, ledger, rng, sampler, secure_noise)
+    noisy_threshold = run.threshold(threshold, queries.shape[:-1])
+    above = run.queries(queries) >= noisy_threshold[..., None]
     return np.where(above.any(axis=-1), np.argmax(above, axis=-1), -1)
 
 
@@ -353,14 +408,16 @@ class AboveThresholdSession:
     query.  :meth:`ask` takes the answers of the next query for all
     repetitions (shape ``batch_shape``) and returns which repetitions fire
     now; a repetition that has fired is finished and ignores later queries.
+    ``secure_noise=True``: integer queries on a grid with exact discrete noise, the
+    discrete event charged (see :func:`above_threshold`); ``event`` is then the charged one.
     """
 
-    def __init__(self, event: ev.AboveThreshold, *, ledger: Ledger, rng, threshold=0.0, batch_shape=(), sampler=None):
-        self.event = _check_above_threshold(event)
-        self._rng = check_rng(rng)
-        _charge(event, ledger, sampler)
+    def __init__(self, event: ev.AboveThreshold, *, ledger: Ledger, rng, threshold=0.0, batch_shape=(), sampler=None,
+                 secure_noise: bool = False):
+        self._run = _Comparisons(event, ledger, rng, sampler, secure_noise)
+        self.event = self._run.event
         self.batch_shape = (batch_shape,) if isinstance(batch_shape, int) else tuple(batch_shape)
-        self._threshold = threshold + _threshold_noise(self._rng, event, event.threshold_scale, self.batch_shape)
+        self._threshold = self._run.threshold(threshold, self.batch_shape)
         self.active = np.ones(self.batch_shape, dtype=bool)
         self.asked = 0
 
@@ -371,8 +428,7 @@ class AboveThresholdSession:
             raise ValueError(f"query must have shape {self.batch_shape}, got {query.shape}")
         if not self.active.any():
             raise RuntimeError("every repetition has already halted; open a new session")
-        noisy = query + _threshold_noise(self._rng, self.event, self.event.query_scale, self.batch_shape)
-        fired = self.active & (noisy >= self._threshold)
+        fired = self.active & (self._run.queries(query) >= self._threshold)
         self.active = self.active & ~fired
         self.asked += 1
         return fired

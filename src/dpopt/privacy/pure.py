@@ -66,7 +66,7 @@ def pure_epsilon(event: ev.Event) -> float:
         return event.epsilon
     if isinstance(event, ev.Exponential | ev.PureDP | ev.RandomizedResponse | ev.Snapping):
         return event.epsilon
-    if isinstance(event, ev.AboveThreshold):
+    if isinstance(event, ev.AboveThreshold | ev.DiscreteAboveThreshold):
         if event.noise != "laplace":
             raise ValueError(
                 "AboveThreshold with Gaussian noise has no pure-DP guarantee; use RDPAccountant"

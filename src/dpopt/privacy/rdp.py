@@ -56,6 +56,7 @@ __all__ = [
     "pure_dp_rdp",
     "randomized_response_rdp",
     "above_threshold_rdp",
+    "discrete_laplace_rdp",
     "subsampled_gaussian_rdp",
     "zhu_wang_rdp",
     "without_replacement_rdp",
@@ -253,7 +254,34 @@ def pure_dp_rdp(epsilon: float, orders=None) -> np.ndarray:
     return np.maximum(np.minimum(np.minimum(tight, a * eps * eps / 2.0), eps), 0.0)
 
 
-def above_threshold_rdp(event: ev.AboveThreshold, orders=None) -> np.ndarray:
+def discrete_laplace_rdp(scale: float, shift: int, orders=None) -> np.ndarray:
+    """D_α(L ‖ L + k) of the discrete Laplace L, P(x) ∝ exp(−|x|/t) on ℤ, shifted by an integer k, exactly.
+
+    With β = 1/t and r = e^{−β}, P(x) = (1 − r)/(1 + r)·r^{|x|}, and the Rényi moment
+    H_α = Σ_x P(x)^α P(x − k)^{1−α} splits into three geometric sums over ℤ
+    (x ≤ 0, 0 < x < k, x ≥ k):
+
+        H_α = e^{(α−1)kβ} · [(1 + e^{−(2α−1)kβ})/(1 + r)
+                             + (1 − r)/(1 + r) · s(1 − s^{k−1})/(1 − s)],   s = e^{−(2α−1)β},
+
+    the discrete counterpart of the continuous H_α(Lap(0, λ) ‖ Lap(μ, λ)) of chen2020's
+    proof of Theorem 2 (appendix B); D_α = log H_α/(α − 1), evaluated in log space.
+    ``scale`` is t, ``shift`` k ≥ 1 (grid units).  Capped at kβ, the pure-DP limit.
+    """
+    t = val.check_positive("scale", scale)
+    k = val.check_int("shift", shift, minimum=1)
+    a = _check_orders(orders)
+    beta = 1.0 / t
+    b = (2.0 * a - 1.0) * beta  # −log s
+    log_ends = np.logaddexp(0.0, -b * k) - math.log1p(math.exp(-beta))
+    if k > 1:
+        log_middle = (math.log(-math.expm1(-beta)) - math.log1p(math.exp(-beta)) - b
+                      + np.log(-np.expm1(-b * (k - 1))) - np.log(-np.expm1(-b)))
+        log_ends = np.logaddexp(log_ends, log_middle)
+    return np.clip(k * beta + log_ends / (a - 1.0), 0.0, k * beta)
+
+
+def above_threshold_rdp(event: ev.AboveThreshold | ev.DiscreteAboveThreshold, orders=None) -> np.ndarray:
     """RDP of one AboveThreshold run (chen2020 Algorithm 1).
 
     Laplace noise, eq. (4) (Thm 2): the product inside the log is the Laplace
@@ -262,10 +290,29 @@ def above_threshold_rdp(event: ev.AboveThreshold, orders=None) -> np.ndarray:
     pure-DP conversion of ε₁ + 2ε₂ (Thm 1, Lemma 5).
     Gaussian noise, eq. (5) (Thm 3): ε(α) = α(4σ₁² + σ₂²)/(2σ₁²σ₂²)
     = α/2·(1/σ₁² + 4/σ₂²) with σ₁, σ₂ the noise multipliers.
+
+    :class:`~dpopt.privacy.events.DiscreteAboveThreshold` (integer queries of
+    integer sensitivity Δ, noise on ℤ).  The proof of Theorems 2–3 (chen2020
+    appendix B) bounds P(v; D) by the changes of variables z → z + Δ (the
+    threshold noise) and y_k → y_k + 2Δ (the halting query's noise); on ℤ with
+    integer Δ these are bijections of the counting measure and the indicator
+    steps hold verbatim, so the moment is bounded by
+    H_α(λ ‖ λ + Δ)·H_α(ν ‖ ν + 2Δ) for the discrete noises λ, ν.  Discrete
+    Gaussian: for an integer shift μ, D_α(N_ℤ(0, σ²) ‖ N_ℤ(μ, σ²)) = αμ²/(2σ²)
+    (Canonne, Kamath & Steinke 2020, Prop. 5), the continuous value, so eq. (5)
+    holds with σ₁, σ₂ in grid units.  Discrete Laplace: the same product with
+    :func:`discrete_laplace_rdp` at shifts Δ (scale Δ/ε₁) and 2Δ (scale Δ/ε₂),
+    capped by the pure ε₁ + 2ε₂ (the sparse-vector proof shifts by the same integers).
     """
+    a = _check_orders(orders)
+    if isinstance(event, ev.DiscreteAboveThreshold):
+        if event.noise == "gaussian":
+            return a / 2.0 * (1.0 / event.sigma1**2 + 4.0 / event.sigma2**2)
+        k = event.sensitivity
+        eq4 = discrete_laplace_rdp(event.threshold_scale, k, a) + discrete_laplace_rdp(event.query_scale, 2 * k, a)
+        return np.minimum(eq4, pure_dp_rdp(event.epsilon1 + 2.0 * event.epsilon2, a))
     if not isinstance(event, ev.AboveThreshold):
         raise TypeError(f"event must be an AboveThreshold event, got {type(event).__name__}")
-    a = _check_orders(orders)
     if event.noise == "gaussian":
         return a / 2.0 * (1.0 / event.sigma1**2 + 4.0 / event.sigma2**2)
     eps1, eps2 = event.epsilon1, event.epsilon2
@@ -570,7 +617,7 @@ def _compute_curve(event: ev.Event, a: np.ndarray) -> np.ndarray:
         return pure_dp_rdp(event.epsilon, a)
     if isinstance(event, ev.RandomizedResponse):
         return randomized_response_rdp(event.epsilon, event.k, a)
-    if isinstance(event, ev.AboveThreshold):
+    if isinstance(event, ev.AboveThreshold | ev.DiscreteAboveThreshold):
         return above_threshold_rdp(event, a)
     if isinstance(event, ev.Subsampled):
         return _subsampled_curve(event, a)
@@ -607,7 +654,7 @@ def rdp_curve(event: ev.Event, orders=None) -> np.ndarray:
 
     * ``Gaussian`` → :func:`gaussian_rdp`;  ``Laplace`` → :func:`laplace_rdp`;
     * ``VectorLaplace``, ``Exponential``, ``PureDP`` → :func:`pure_dp_rdp`;
-    * ``AboveThreshold`` → :func:`above_threshold_rdp`;
+    * ``AboveThreshold``, ``DiscreteAboveThreshold`` → :func:`above_threshold_rdp`;
     * ``Subsampled`` with ``rate == 1`` → the inner curve;
       ``"poisson"`` of a Gaussian → :func:`subsampled_gaussian_rdp` (exact);
       ``"poisson"`` of anything else → min of the inner curve,

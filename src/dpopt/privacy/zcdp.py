@@ -69,7 +69,7 @@ def zcdp_rho(event: ev.Event) -> float:
     """The ρ of one event.
 
     * ``Gaussian``: ρ = Δ²/(2σ²) = 1/(2z²) (Bun & Steinke 2016, Prop. 1.6);
-    * ``AboveThreshold`` with Gaussian noise: its RDP α/2·(1/σ₁² + 4/σ₂²)
+    * ``AboveThreshold`` (or ``DiscreteAboveThreshold``) with Gaussian noise: its RDP α/2·(1/σ₁² + 4/σ₂²)
       (chen2020 eq. (5)) is linear in α, so ρ = (1/σ₁² + 4/σ₂²)/2;
     * pure ε-DP events (``Laplace``, ``VectorLaplace``, ``Exponential``,
       ``PureDP``, Laplace ``AboveThreshold``): ρ = ε²/2 (Bun & Steinke 2016, Prop. 1.4);
@@ -78,7 +78,7 @@ def zcdp_rho(event: ev.Event) -> float:
     """
     if isinstance(event, ev.Gaussian | ev.DiscreteGaussian):
         return 0.5 / event.noise_multiplier**2
-    if isinstance(event, ev.AboveThreshold) and event.noise == "gaussian":
+    if isinstance(event, ev.AboveThreshold | ev.DiscreteAboveThreshold) and event.noise == "gaussian":
         return 0.5 * (1.0 / event.sigma1**2 + 4.0 / event.sigma2**2)
     if isinstance(event, ev.Subsampled):
         if event.rate == 1.0:
