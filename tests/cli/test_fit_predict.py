@@ -195,6 +195,25 @@ def test_multiclass_huber_svc_to_stdout(tmp_path, capsys, monkeypatch):
     assert err.count("\n") == 1 and "DPHuberSVC models give no probabilities" in err
 
 
+def test_secure_noise_flag_reaches_the_line_search(work, capsys, monkeypatch):
+    root, fit = work
+    assert fit.returncode == 0, fit.stderr
+    from dpopt.cli import main
+    from dpopt.privacy import secure
+
+    drawn = []
+    draw = secure.discrete_gaussian_array
+    monkeypatch.setattr(secure, "discrete_gaussian_array", lambda *a: drawn.append(a) or draw(*a))
+    monkeypatch.chdir(root)
+    argv = [*FIT, "--epsilon", "2", "--delta", "1e-6", "--method", "dp-blsgd", "--classes", "high,low",
+            "--seed", "0", "--out", "secure.json", "--quiet"]
+    assert main(argv) == 0 and not drawn, capsys.readouterr().err
+    assert main([*argv, "--secure-noise"]) == 0, capsys.readouterr().err
+    assert len(drawn) >= 200  # every gradient of the 200 planned iterations
+    privacy = json.loads((root / "secure.json").read_text())["privacy"]
+    assert privacy["method"] == "dp-blsgd" and privacy["epsilon"] <= 2.0 * (1 + 1e-9)
+
+
 BAD_CITY = ["--categories", "city=Paris,Rome,Oslo"]
 BAD_INPUT = {
     "missing file": (["fit", "--data", "absent.csv", "--target", "income", "--epsilon", "1"], "no such file"),
@@ -223,6 +242,10 @@ BAD_INPUT = {
     "delta negative": ([*FIT, "--epsilon", "1", "--delta", "-0.1"], "--delta must be in [0, 1)"),
     "method needs delta": ([*FIT, "--epsilon", "1", "--method", "dp-blsgd"], "give --delta > 0"),
     "unknown method": ([*FIT, "--epsilon", "1", "--method", "newton"], "unknown --method 'newton'"),
+    "secure noise refused": (
+        [*FIT, "--epsilon", "1", "--delta", "1e-6", "--method", "dp-agd", "--secure-noise", "--classes", "high,low"],
+        "secure_noise=True is available for the methods",
+    ),
     "one class": (
         ["fit", "--data", "one.csv", "--target", "label", "--epsilon", "1", "--bounds", "age=0:99"],
         "fewer than 2 classes",

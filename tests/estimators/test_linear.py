@@ -152,9 +152,42 @@ def test_accountant_and_secure_noise_reach_the_family(data):
     secure = DPLogisticRegression(secure_noise=True, **common).fit(Xtr, ytr)
     assert isinstance(secure.privacy_events_[-1].event, ev.DiscreteGaussian)
     assert secure.privacy_spent_["epsilon"] <= 1.0
-    with pytest.raises(ValueError, match="secure_noise"):
-        DPLogisticRegression(epsilon=1.0, delta=1e-6, method="dp-blsgd", data_norm=np.sqrt(D),
+    with pytest.raises(ValueError, match="secure_noise") as refused:
+        DPLogisticRegression(epsilon=1.0, delta=1e-6, method="dp-agd", data_norm=np.sqrt(D),
                              secure_noise=True).fit(Xtr, ytr)
+    assert "\n" not in str(refused.value)
+
+
+def count_secure_draws(monkeypatch) -> dict:
+    """Spies on the exact discrete samplers: how many arrays of each kind were drawn."""
+    from dpopt.privacy import secure
+
+    calls = {"discrete_gaussian_array": 0, "discrete_laplace_array": 0}
+
+    def spy(name):
+        draw = getattr(secure, name)
+
+        def counted(*args):
+            calls[name] += 1
+            return draw(*args)
+        return counted
+
+    for name in calls:
+        monkeypatch.setattr(secure, name, spy(name))
+    return calls
+
+
+def test_secure_noise_on_the_line_search_draws_exact_noise_within_the_budget(data, monkeypatch):
+    Xtr, Xte, ytr, yte = data
+    common = dict(epsilon=1.0, delta=1e-6, data_norm=np.sqrt(D), classes=["no", "yes"], random_state=0,
+                  method="dp-blsgd")
+    plain = DPLogisticRegression(**common).fit(Xtr, ytr)
+    calls = count_secure_draws(monkeypatch)
+    secure = DPLogisticRegression(secure_noise=True, **common).fit(Xtr, ytr)
+    # gradients by the discrete Gaussian, the (Laplace) line searches by the discrete Laplace
+    assert calls["discrete_gaussian_array"] >= 200 and calls["discrete_laplace_array"] >= 400
+    assert secure.privacy_spent_["epsilon"] <= 1.0 * (1 + 1e-12)
+    assert secure.score(Xte, yte) > 0.7 and plain.score(Xte, yte) > 0.7  # majority: about 0.5
 
 
 def test_secure_noise_on_an_accelerated_method_charges_discrete_laplace_at_the_same_epsilon(data):

@@ -81,6 +81,12 @@ def register(sub) -> None:
     )
     p.add_argument("--seed", type=int, help="seed of the privacy noise (default: OS entropy, for real releases)")
     p.add_argument(
+        "--secure-noise", action="store_true",
+        help="floating-point-safe noise: exact discrete noise on a grid from the OS CSPRNG (methods dp-sgd, "
+        "outpert with --delta > 0, dp-blsgd, dp-blgd, dp-blsgd-ac and the pure ε-DP dp-* methods; "
+        "the others refuse it)",
+    )
+    p.add_argument(
         "--out", type=Path, metavar="MODEL.json", help="where to save the model (default ./<data name>.model.json)"
     )
     p.add_argument("--quiet", action="store_true", help="print nothing but warnings and errors")
@@ -219,7 +225,7 @@ def _split_item(item: str, option: str, form: str) -> tuple[str, str]:
 def _check_budget(args) -> tuple[str, float, float]:
     from .._validation import check_delta, check_nonnegative, check_positive
     from ..estimators import METHODS
-    from ..estimators._dispatch import check_epsilon, needs_delta
+    from ..estimators._dispatch import check_epsilon, check_secure_noise, needs_delta
 
     try:
         epsilon = check_epsilon("--epsilon", args.epsilon)
@@ -237,6 +243,11 @@ def _check_budget(args) -> tuple[str, float, float]:
         raise UserError(f"unknown --method {method!r}; choose auto or one of {', '.join(METHODS)}")
     if method != "auto" and needs_delta(method) and delta == 0.0:
         raise UserError(f"--method {method} gives (epsilon, delta)-DP: give --delta > 0 (e.g. --delta 1e-6)")
+    if args.secure_noise and method != "auto":
+        try:
+            check_secure_noise(method)
+        except ValueError as exc:
+            raise UserError(f"--secure-noise: {exc}") from None
     return method, epsilon, delta
 
 
@@ -342,6 +353,7 @@ def run(args) -> int:
         regularization=args.regularization,
         random_state=args.seed,
         classes=parse_classes(args.classes),
+        secure_noise=args.secure_noise,
     )
     progress = Progress("dpopt fit", quiet=args.quiet)
     resolved = estimator._resolved_method()

@@ -24,6 +24,7 @@ __all__ = [
     "METHODS",
     "EPSILON_RANGE",
     "check_epsilon",
+    "check_secure_noise",
     "fit_linear",
     "needs_delta",
     "notion_of",
@@ -85,9 +86,20 @@ def relation_of(method: str) -> str:
 #: Methods that calibrate their noise for a target (ε, δ) and take ``accountant=`` (RDP or PLD).
 CALIBRATED = ("dp-sgd", "outpert")
 
+#: chen2020's line-search methods (DP-BLSGD, DP-BLGD, DP-BLSGD-AC).
+BACKTRACKING = ("dp-blsgd", "dp-blgd", "dp-blsgd-ac")
+
 #: Methods whose noisy releases can go through the exact discrete samplers (``secure_noise=True``):
-#: the calibrated ones, and kuru2022's pure Laplace methods (a discrete Laplace at the same ε).
-SECURE = CALIBRATED + ACCELERATED
+#: the calibrated ones, kuru2022's pure Laplace methods (a discrete Laplace at the same ε) and
+#: chen2020's line-search methods (discrete Gaussian gradients, discrete sparse-vector line searches).
+SECURE = CALIBRATED + ACCELERATED + BACKTRACKING
+
+
+def check_secure_noise(method: str) -> bool:
+    """True if ``method`` takes ``secure_noise=True`` (:data:`SECURE`), else a one-line ``ValueError``."""
+    if method not in SECURE:
+        raise ValueError(f"secure_noise=True is available for the methods {list(SECURE)}, not {method!r}")
+    return True
 
 
 def notion_of(method: str, delta: float, accountant=None) -> str:
@@ -130,16 +142,15 @@ def fit_linear(
     ``delta``) and spends from a child of it: every release is charged before
     its noise is drawn, refused (``BudgetExceededError``) when it would
     overspend, and an adaptive run charges its Rényi-filter guarantee.
-    ``accountant`` and ``secure_noise`` (their gradient or output releases by
-    exact discrete noise on a grid) are handed to the :data:`CALIBRATED` methods.
+    ``accountant`` is handed to the :data:`CALIBRATED` methods, ``secure_noise`` (their
+    gradient, line-search or output releases by exact discrete noise on a grid) to the
+    :data:`SECURE` ones; another method refuses it.
     """
     params = dict(params, ledger=ledger)
     if method in CALIBRATED and accountant is not None:
         params["accountant"] = accountant
     if secure_noise:
-        if method not in SECURE:
-            raise ValueError(f"secure_noise=True is available for the methods {list(SECURE)}, not {method!r}")
-        params["secure_noise"] = True
+        params["secure_noise"] = check_secure_noise(method)
     return _run(method, loss, X, y, epsilon, delta, regularization, rng, params)
 
 

@@ -516,12 +516,14 @@ class DPLogisticRegression(_DPLinearClassifier):
         :func:`~dpopt.privacy.calibration.run_accountant`).  The other methods
         keep their paper's notion.
     secure_noise:
-        ``True`` releases the noisy gradients (``dp-sgd``) or the noisy
-        solution (Gaussian ``outpert``) on a power-of-two grid with exact
-        discrete Gaussian noise from the OS CSPRNG, and the accelerated
-        methods' gradients with exact discrete Laplace noise at the same ε,
-        so their low-order bits say nothing about the data (Mironov 2012);
-        the other methods refuse it.
+        ``True`` releases the noisy gradients (``dp-sgd``, ``dp-blsgd``,
+        ``dp-blgd``, ``dp-blsgd-ac``) or the noisy solution (Gaussian
+        ``outpert``) on a power-of-two grid with exact discrete Gaussian noise
+        from the OS CSPRNG, the line searches of ``dp-blsgd``/``dp-blgd``/
+        ``dp-blsgd-ac`` on grid-rounded queries with exact discrete noise, and
+        the accelerated methods' gradients with exact discrete Laplace noise
+        at the same ε, so their low-order bits say nothing about the data
+        (Mironov 2012); the other methods refuse it.
 
     Attributes
     ----------
