@@ -19,6 +19,7 @@ from dpopt.estimators._auto import (
     dpsgd_plan,
     dpsgd_regularization,
     objpert_regularization,
+    outpert_regularization,
 )
 
 
@@ -217,3 +218,17 @@ def test_objective_perturbation_fits_with_intercept_column_one_half_and_maps_bac
     w = np.asarray(exact.x)
     expected = (est._clip(Xt) @ w[:-1] + 0.5 * w[-1]) / np.sqrt(1.25)
     assert np.allclose(est.decision_function(Xt), expected, atol=1e-3 * np.abs(expected).max())
+
+
+def test_output_perturbation_regularization_follows_r_and_the_noise():
+    # measured best within x3 of 0.3/r (Laplace) and 0.1/r (Gaussian); a fixed 1e-3 lost to the majority class
+    assert outpert_regularization(30.0) == pytest.approx(0.01)
+    assert outpert_regularization(30.0, gaussian=True) == pytest.approx(0.1 / 30)
+    assert outpert_regularization(0.01) == 0.3 and outpert_regularization(1e9) == 1e-3  # never below chen2020's
+    est = DPLogisticRegression(epsilon=0.5, method="outpert", data_norm=1.0, random_state=0, classes=[0, 1])
+    X = np.random.default_rng(0).uniform(-0.1, 0.1, size=(400, 4))
+    y = (X[:, 0] > 0).astype(int)
+    assert est._plan("outpert", X.shape, 0.5, 0.0) == ("outpert", pytest.approx(0.3 / (400 * 0.5 / 4)))
+    assert est._plan("outpert", X.shape, 0.5, 1e-5)[1] == pytest.approx(0.1 / (400 * 0.5 / 4))
+    est.fit(X, y)
+    assert est.privacy_spent_["epsilon"] <= 0.5

@@ -84,6 +84,7 @@ __all__ = [
     "APPROX_SGD_R",
     "COUNT_SHARE",
     "objpert_regularization",
+    "outpert_regularization",
     "OBJPERT_INTERCEPT",
     "dpsgd_regularization",
     "dpsgd_plan",
@@ -117,6 +118,17 @@ OBJPERT_STEEPER_POWER = 0.6
 #: the feature coefficients 21 % less and the intercept less too (full Adult, ε = 5: 0.8401 -> 0.8413 at
 #: Λ = 5.3e-5 and 0.8419 at Λ = 2e-5, 3 seeds)
 OBJPERT_INTERCEPT = 0.5
+#: output perturbation's best Λ was within ×3 of 0.3/r (``benchmarks/bench_defaults.py --methods outpert@MU``,
+#: Adult 1k/5k/full, r = 1-490): its noise norm is d·Δ₂/ε = 2/(r·Λ), so a fixed Λ = 1e-3 sent ε = 0.1 on full
+#: Adult (r = 30) to 0.39-0.58 accuracy, below the majority class; at Λ = 0.3/r = 0.01 it scored 0.768
+OUTPERT_REGULARIZATION_RATE = 0.3
+#: the same for its Gaussian noise (δ = 1e-5, Adult 5k and full, r = 5-610): best Λ within ×3 of 0.1/r
+#: (full Adult at r = 30: 0.779 at Λ = 3e-3 against 0.764 at 0.01; noise norm grows like √d·σ, not d)
+OUTPERT_GAUSSIAN_REGULARIZATION_RATE = 0.1
+#: the range: above 0.3 (r < 1) every Λ gave the majority class or less; below chen2020's 1e-3 the gain on
+#: Adult was small (r = 609, Gaussian: 0.830 at 3e-4, 0.822 at 1e-3) and on well-separated low-d data
+#: (three 2-d clusters, r = 667) Λ = 4.5e-4 scored 0.67 where 1e-3 scored over 0.8, so the rule only raises Λ
+OUTPERT_REGULARIZATION_RANGE = (1e-3, 0.3)
 
 
 @dataclass(frozen=True)
@@ -134,6 +146,17 @@ def objpert_regularization(r: float) -> float:
     low, high = OBJPERT_REGULARIZATION_RANGE
     steeper = min(1.0, OBJPERT_STEEPER_FROM / r) ** OBJPERT_STEEPER_POWER
     return float(min(max(OBJPERT_REGULARIZATION_RATE / r * steeper, low), high))
+
+
+def outpert_regularization(r: float, *, gaussian: bool = False) -> float:
+    """Output perturbation's Λ at r = n·ε/d: 0.3/r (0.1/r for Gaussian noise) clipped to [1e-3, 0.3].
+
+    Chaudhuri et al. 2011's noise has norm ≈ d·Δ₂/ε = 2/(r·Λ) (Δ₂ = 2/(nΛ), Corollary 8) while the
+    minimizer's norm shrinks only like 1/Λ once Λ is large, so Λ must grow as r falls.
+    """
+    low, high = OUTPERT_REGULARIZATION_RANGE
+    rate = OUTPERT_GAUSSIAN_REGULARIZATION_RATE if gaussian else OUTPERT_REGULARIZATION_RATE
+    return float(min(max(rate / r, low), high))
 
 
 def dpsgd_regularization(r: float) -> float:

@@ -55,7 +55,14 @@ from ..privacy import equal_share
 from ..privacy import events as ev
 from ..privacy.calibration import RUN_ACCOUNTANTS
 from ..result import Diagnostics
-from ._auto import COUNT_SHARE, OBJPERT_INTERCEPT, dpsgd_plan, dpsgd_regularization, objpert_regularization
+from ._auto import (
+    COUNT_SHARE,
+    OBJPERT_INTERCEPT,
+    dpsgd_plan,
+    dpsgd_regularization,
+    objpert_regularization,
+    outpert_regularization,
+)
 from ._auto import choose as choose_auto
 from ._budget import open_fit
 from ._dispatch import (
@@ -390,7 +397,9 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
             if choice.warning:
                 warnings.warn(choice.warning, UtilityWarning, stacklevel=3)
         if regularization is None:
-            regularization = _default_regularization(method, n * epsilon / d)
+            noise = (self.method_params or {}).get("noise", "auto")
+            gaussian = noise == "gaussian" or (noise == "auto" and delta > 0)
+            regularization = _default_regularization(method, n * epsilon / d, gaussian=gaussian)
         return method, float(regularization)
 
     def privacy_record(self) -> dict:
@@ -445,11 +454,14 @@ def _pure_share(method: str, share) -> float:
     return 1.0 / smallest_affordable_scale(share, lambda s: ev.Exponential(1.0 / s), start=1.0 / share.epsilon)
 
 
-def _default_regularization(method: str, r: float) -> float:
+def _default_regularization(method: str, r: float, *, gaussian: bool = False) -> float:
     """μ when ``regularization=None``: the measured rules of :mod:`._auto` at r = n·ε/d (n the
-    public or released count), 1e-3 (chen2020 §5.1) where no rule was measured."""
+    public or released count), 1e-3 (chen2020 §5.1) where no rule was measured.  ``gaussian``:
+    output perturbation releases Gaussian noise (δ > 0), whose rule differs from the Laplace one."""
     if method == "objpert":
         return objpert_regularization(r)
+    if method == "outpert":
+        return outpert_regularization(r, gaussian=gaussian)
     if method == "dp-sgd":
         return dpsgd_regularization(r)
     return 1e-3
@@ -489,7 +501,9 @@ class DPLogisticRegression(_DPLinearClassifier):
         μ of the (μ/2)‖w‖² penalty.  ``None`` (default): the measured rules of
         :mod:`dpopt.estimators._auto` — 0.08·d/(n·ε) (times (300/r)^0.6 above r = n·ε/d = 300)
         clipped to [1e-5, 3e-3] for objective
-        perturbation, 0.01·d/(N̂·ε) clipped to [1e-5, 1e-3] for DP-SGD (N̂ the released
+        perturbation, 0.3·d/(n·ε) (Laplace noise, δ = 0) or 0.1·d/(n·ε) (Gaussian, δ > 0) clipped
+        to [1e-3, 0.3] for output perturbation,
+        0.01·d/(N̂·ε) clipped to [1e-5, 1e-3] for DP-SGD (N̂ the released
         count) — and 0.001 (chen2020 §5.1) for the other methods.
     fit_intercept:
         Learn an intercept (an extra constant feature inside the norm bound).
