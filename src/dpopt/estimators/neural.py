@@ -87,7 +87,7 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
         checks by Rényi DP); calibrates the noise and checks the budget (:func:`dpopt.neural.train`).
     secure_noise:
         ``True``: every noisy gradient is released by the exact discrete Gaussian sampler (floating-point
-        safe; :func:`dpopt.neural.train`), at about 30 µs per parameter per iteration.
+        safe; :func:`dpopt.neural.train`), at about 1.5-2.5 µs per parameter per iteration.
 
     Attributes
     ----------

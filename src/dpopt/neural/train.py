@@ -82,8 +82,9 @@ def train(model, data, *, method: str = "dp-sgd", epsilon: float, delta: float, 
     secure_noise:
         Release every noisy gradient through the exact discrete Gaussian sampler on a grid, from
         the OS CSPRNG (:mod:`dpopt.privacy.secure`), so nothing leaks through floating-point
-        low-order bits; z is calibrated for the discrete event that is charged. It costs about
-        30 µs per parameter per iteration on the CPU, so it suits small networks.
+        low-order bits; z is calibrated for the discrete event that is charged. The vectorized
+        exact sampler costs about 1.5-2.5 µs per parameter per iteration on the CPU
+        (measured with ``secure.discrete_gaussian_array``, σ from 3 to 1.5·10⁷ grid units).
     device:
         Where to train (``"cpu"``, ``"cuda"``); default the module's device.
     seed:

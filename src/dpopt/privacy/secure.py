@@ -207,6 +207,11 @@ def exponential_index(gaps, epsilon: Fraction, sensitivity: int) -> int:
     with :func:`bernoulli_exp` of the rational γ_i = ε·gap_i/(2Δ) (ε read exactly as a fraction);
     the accepted i has exactly the target law.  The best candidate has γ = 0, so the expected
     number of proposals is n/Σ_j exp(−γ_j) ≤ n.
+
+    Timing: the number of proposals depends on the scores, so the *running time* of this draw
+    depends on the data (unlike the discrete Laplace and Gaussian samplers, whose time depends
+    only on the noise).  The guarantee covers the released index, not how long it took; a
+    release whose computation time an adversary can measure needs a constant-time sampler.
     """
     epsilon = Fraction(epsilon)
     if epsilon <= 0 or sensitivity < 1:
