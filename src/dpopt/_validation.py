@@ -13,6 +13,10 @@ import numpy as np
 
 
 def _as_real(name: str, value) -> float:
+    if type(value) is float:  # the common case, without the abstract-class check
+        if value != value:
+            raise ValueError(f"{name} must not be NaN")
+        return value
     if isinstance(value, bool) or not isinstance(value, numbers.Real | np.floating | np.integer):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
     value = float(value)
@@ -87,7 +91,7 @@ def check_finite_array(name: str, array, *, ndim: int | tuple[int, ...] | None =
         allowed = (ndim,) if isinstance(ndim, int) else ndim
         if out.ndim not in allowed:
             raise ValueError(f"{name} must have ndim in {allowed}, got shape {out.shape}")
-    if not np.all(np.isfinite(out)):
+    if not np.isfinite(out).all():  # (the method: no Python-level dispatch of np.all)
         bad = int(np.size(out) - np.count_nonzero(np.isfinite(out)))
         raise ValueError(f"{name} contains {bad} NaN or infinite value(s)")
     return out

@@ -17,6 +17,7 @@ no noise and touches no data, so it costs no privacy (chen2020 §4.2).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,10 +44,11 @@ def angle_between(a, b) -> float:
     b = np.asarray(b, dtype=float)
     if a.shape != b.shape or a.ndim != 1:
         raise ValueError(f"a and b must be vectors of the same shape, got {a.shape} and {b.shape}")
-    norm = float(np.linalg.norm(a) * np.linalg.norm(b))
-    if norm == 0.0 or not np.isfinite(norm):
+    # ‖a‖·‖b‖ as np.linalg.norm computes it (sqrt of the dot product), without its dispatch
+    norm = math.sqrt(a.dot(a)) * math.sqrt(b.dot(b))
+    if norm == 0.0 or not math.isfinite(norm):
         return INITIAL_ANGLE
-    cosine = float(np.clip(a @ b / norm, -1.0, 1.0))
+    cosine = min(max(float(a @ b) / norm, -1.0), 1.0)
     return float(np.degrees(np.arccos(cosine)))
 
 

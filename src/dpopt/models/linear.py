@@ -9,6 +9,8 @@ with ``z = X_B w`` and ``u = X_B g`` computed once per search.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .._validation import check_int, check_nonnegative, check_positive
@@ -76,6 +78,7 @@ class LinearModel(PrivateModel):
         if not hasattr(self.loss, "phi"):
             raise TypeError(f"LinearModel needs a LinearLoss, got {type(self.loss).__name__}")
         self._margin_cache = None  # (w, X w) of the last full-data query at a single w
+        self._threshold_cache = None  # (C, C/‖x_i‖ of every record), see _thresholds
 
     @property
     def n(self) -> int:
@@ -107,29 +110,38 @@ class LinearModel(PrivateModel):
     def y(self) -> np.ndarray:
         return self.objective.y
 
-    def _row_blocks(self, indices):
-        """``(X_b, y_b, ‖x‖_b)`` over the selected records, in cache-sized blocks.
+    def _row_blocks(self, indices, per_row=None):
+        """``(X_b, y_b, v_b)`` over the selected records, in cache-sized blocks (a list), with
+        ``v`` a per-record array (``per_row``; None: none gathered).
 
-        A minibatch is gathered block by block (``np.take``) and every pass a
+        A minibatch is gathered block by block (``take``) and every pass a
         query needs is made while the block is in cache, so each selected row
         is read from memory once per query instead of once per pass.  With
-        ``indices=None`` the full data is yielded as one block (sequential
-        passes; the loss blocks them itself).
+        ``indices=None`` the full data is one block (sequential passes; the
+        loss blocks them itself).
         """
         obj = self.objective
         if indices is None:
-            yield obj.X, obj.y, obj.row_norms
-            return
+            return [(obj.X, obj.y, per_row)]
         indices = np.asarray(indices)
         if indices.ndim != 1 or indices.dtype.kind not in "iu":  # (dtype.kind: cheaper than issubdtype)
             raise ValueError(
                 "indices must be a 1-D integer array of record indices, "
                 f"got shape {indices.shape} and dtype {indices.dtype}"
             )
-        for start in range(0, len(indices), _BLOCK_ROWS):
-            idx = indices[start : start + _BLOCK_ROWS]
-            yield (np.take(obj.X, idx, axis=0), np.take(obj.y, idx),
-                   np.take(obj.row_norms, idx))
+        X, y, v = obj.X, obj.y, per_row
+        if len(indices) <= _BLOCK_ROWS:  # one block (a minibatch of a few hundred rows)
+            return [(X.take(indices, axis=0), y.take(indices), None if v is None else v.take(indices))]
+        return [(X.take(idx, axis=0), y.take(idx), None if v is None else v.take(idx))
+                for idx in (indices[start : start + _BLOCK_ROWS] for start in range(0, len(indices), _BLOCK_ROWS))]
+
+    def _thresholds(self, clip: float) -> np.ndarray:
+        """``C/‖x_i‖`` of every record (:func:`~dpopt.objectives.bounds.clip_thresholds`, per
+        record, so a minibatch gathers the same floats it would compute), kept for the last C."""
+        cached = self._threshold_cache
+        if cached is None or cached[0] != clip:
+            cached = self._threshold_cache = (clip, clip_thresholds(self.objective.row_norms, clip))
+        return cached[1]
 
     def _margins(self, w, X, full: bool) -> np.ndarray:
         """``z = X w`` (read-only).  On the full data the last ``(w, z)`` pair is kept, so a
@@ -153,7 +165,7 @@ class LinearModel(PrivateModel):
             if direction is not None:
                 us.append(self.loss.linear_predictions(direction, X))
             labels.append(y)
-        if full:
+        if len(labels) == 1:  # the full data, or a minibatch of one block: nothing to join
             return zs[0], (us[0] if us else None), labels[0]
         if not labels:  # an empty minibatch
             shape = w.shape[:-1] + (0,)
@@ -171,10 +183,11 @@ class LinearModel(PrivateModel):
         clip = check_positive("clip", clip)
         full = indices is None
         total, count = np.zeros(w.shape), 0
-        for X, y, norms in self._row_blocks(indices):
-            r = self.loss.dphi(self._margins(w, X, full), y)
-            thr = clip_thresholds(norms, clip)
-            np.clip(r, -thr, thr, out=r)
+        for X, y, thr in self._row_blocks(indices, self._thresholds(clip)):
+            z = self._margins(w, X, full)
+            # clip(φ'(z), ±thr) by the loss's in-place kernel (the same floats; z is overwritten,
+            # so the full data's cached, read-only margins are copied first)
+            r = self.loss._clipped_coefs(z.copy() if full else z, y, thr)
             total += X.T @ r if r.ndim == 1 else r @ X
             count += X.shape[0]
         ensure_finite_result(total, w=w)
@@ -203,7 +216,8 @@ class LinearModel(PrivateModel):
 
         def clipped_decrease(phi, sl):
             np.subtract(base[..., sl, None], phi, out=phi)
-            return np.clip(phi, -cap, cap, out=phi)
+            np.maximum(phi, -cap, out=phi)  # np.clip(phi, -cap, cap), without its Python-level dispatch
+            return np.minimum(phi, cap, out=phi)
 
         return self._sum_along(w, z, u, y, clipped_decrease)
 
@@ -219,7 +233,11 @@ class LinearModel(PrivateModel):
             steps = steps_for(steps, w)
             k = steps.shape[-1]
             out = np.zeros(steps.shape)
-            rows = max(256, _EVAL_ENTRIES // max(k * int(np.prod(w.shape[:-1])), 1))
+            rows = max(256, _EVAL_ENTRIES // max(k * math.prod(w.shape[:-1]), 1))
+            if y.shape[0] <= rows:  # one block (a minibatch): the loop's arithmetic, unsliced
+                margins = z[..., None] - u[..., None] * steps[..., None, :]
+                out += clipped(self.loss.phi(margins, y[:, None]), slice(None)).sum(axis=-2)
+                return out
             for start in range(0, y.shape[0], rows):
                 sl = slice(start, start + rows)
                 margins = z[..., sl, None] - u[..., sl, None] * steps[..., None, :]  # (..., b, k)

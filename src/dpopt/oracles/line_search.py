@@ -45,6 +45,11 @@ QUERIES = ("objective", "decrease")
 #: same CPU within 5 % (4 was not faster: intelligent backtracking makes most searches stop at
 #: the first or second candidate), so the default evaluates one at a time.
 LAZY_CHUNK = 1
+#: Candidates a search that is not lazy evaluates in its first pass (then 2×, 4×, … as many).
+#: Its noise is drawn for the whole ladder anyway; on 200-row minibatches (DP-BLSGD, n = 1e5,
+#: d = 100) a pass costs ~20 µs of per-call work plus ~7 µs per candidate, and a search asks
+#: 3.2 candidates on average, most stopping at the first or second.
+EAGER_FIRST_CHUNK = 2
 
 
 def line_search_event(budget: float, sensitivity: float,
@@ -80,6 +85,11 @@ class Ray:
     sensitivity:
         Δ_q, the most one record can change any query (C_obj for clipped sums).
     """
+
+    #: ``(data, public)`` for a ray of :meth:`of_model`: fn(η) = data(η) + public(η) (public: the
+    #: regularizer, None without one), so a search computes the public part of all its
+    #: candidates at once; None for a ray from any ``fn``.
+    _parts = None
 
     def __init__(self, fn: Callable[[np.ndarray], np.ndarray], origin, slope, sensitivity: float):
         if not callable(fn):
@@ -171,17 +181,21 @@ class Ray:
         else:
             along = model.clipped_loss_along(w, g, indices, cap)
 
-        def fn(steps):
-            values = -decrease(steps) if relative else along(steps)
-            if mu:  # (μ/2)‖w − η g‖² = (μ/2)(‖w‖² − 2η w·g + η²‖g‖²), counted weight times
-                base = 0.0 if relative else ww[..., None]
-                values = values + weight * 0.5 * mu * (
-                    base - 2.0 * steps * wg[..., None] + steps**2 * gg[..., None]
-                )
-            return values
+        def data(steps):  # the private part: the clipped sum
+            return -decrease(steps) if relative else along(steps)
 
-        origin = np.zeros(np.shape(ww)) if relative else None
-        return cls(fn, origin, weight * gg, cap)
+        def public(steps):  # (μ/2)‖w − η g‖² = (μ/2)(‖w‖² − 2η w·g + η²‖g‖²), counted weight times
+            base = 0.0 if relative else ww[..., None]
+            return weight * 0.5 * mu * (base - 2.0 * steps * wg[..., None] + steps**2 * gg[..., None])
+
+        def fn(steps):
+            return data(steps) + public(steps) if mu else data(steps)
+
+        ray = cls.__new__(cls)  # the checks of __init__ hold by construction here
+        ray.fn, ray.slope, ray.sensitivity = fn, np.asarray(weight * gg, dtype=float), cap
+        ray._origin = np.zeros(np.shape(ww)) if relative else None
+        ray._parts = (data, public if mu else None)
+        return ray
 
 
 def armijo_queries(ray: Ray, steps, alpha: float) -> np.ndarray:
@@ -215,18 +229,39 @@ def above_threshold_search(ray: Ray, steps: np.ndarray, *, alpha: float, budget:
         return np.where(above.any(axis=-1), np.argmax(above, axis=-1), -1)
     if event is None:
         event = line_search_event(budget, ray.sensitivity, noise)
-    if not lazy:
-        return mech.above_threshold(_queries(ray, steps, alpha), event=event, ledger=ledger,
-                                    rng=rng, sampler=sampler, secure_noise=secure_noise)
+    k = steps.shape[-1]
+    # Not lazy: the noise of all k queries is drawn when the session opens (mech.above_threshold's
+    # stream), and the queries are still evaluated only up to the first above the threshold, in
+    # chunks of 2, 4, 8, … candidates (most searches stop at the first or second).
     session = mech.AboveThresholdSession(
-        event, ledger=ledger, rng=rng, batch_shape=ray.batch_shape, sampler=sampler, secure_noise=secure_noise
+        event, ledger=ledger, rng=rng, batch_shape=ray.batch_shape, sampler=sampler,
+        secure_noise=secure_noise, queries=None if lazy else k,
     )
+    queries = _chunked_queries(ray, steps, alpha)
     index = np.full(ray.batch_shape, -1)
-    for start in range(0, steps.shape[-1], LAZY_CHUNK):
-        block = _queries(ray, steps[..., start : start + LAZY_CHUNK], alpha)
-        for j in range(block.shape[-1]):
-            fired = session.ask(block[..., j])
-            index = np.where(fired, start + j, index)
-            if not session.active.any():
-                return index
+    start, chunk = 0, LAZY_CHUNK if lazy else EAGER_FIRST_CHUNK
+    while start < k:
+        stop = min(start + chunk, k)
+        found = session.ask_block(queries(start, stop))
+        index = np.where(found >= 0, start + found, index)
+        if not session.active.any():
+            break
+        start, chunk = stop, chunk if lazy else 2 * chunk
     return index
+
+
+def _chunked_queries(ray: Ray, steps: np.ndarray, alpha: float):
+    """``queries(start, stop)``: :func:`_queries` at ``steps[..., start:stop]``, the same floats.
+
+    For a ray of :meth:`Ray.of_model` the public terms — f(w) − α η ‖g‖² and the regularizer —
+    are computed for all candidates at once (elementwise, so each entry is the float the
+    whole-ladder expression gives) and each chunk evaluates only the clipped sum.
+    """
+    if ray._parts is None:
+        return lambda start, stop: _queries(ray, steps[..., start:stop], alpha)
+    data, public = ray._parts
+    armijo = ray.origin[..., None] - alpha * steps * ray.slope[..., None]
+    if public is None:
+        return lambda start, stop: armijo[..., start:stop] - data(steps[..., start:stop])
+    regularizer = public(steps)
+    return lambda start, stop: armijo[..., start:stop] - (data(steps[..., start:stop]) + regularizer[..., start:stop])

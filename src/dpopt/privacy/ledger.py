@@ -43,6 +43,8 @@ __all__ = ["Ledger", "BudgetExceededError", "PrivacySpent", "RELATIONS", "Relati
 #: Neighbouring relations with a fixed meaning; a ledger also accepts a free-text
 #: relation for a paper's own adjacency (e.g. "||b - b'||_inf <= b_max").
 RELATIONS = Relation.STANDARD
+#: Events a ledger remembers, by identity, as checked for the relation (see ``_check_relation``).
+_RELATED_BY_ID = 512
 
 
 class BudgetExceededError(RuntimeError):
@@ -165,10 +167,13 @@ class Ledger:
             template.order_index(filter_order)  # ValueError naming the order if it is not a grid order
             self.filter_order = float(filter_order)
         self._accountant = self._template.copy()
+        if self.filter_order is not None:
+            self._accountant.focus(self.filter_order)  # every check is at that order (same values)
         self._events: list[ev.Event] = []
         self._spent_epsilon: float | None = 0.0
         self._parent: Ledger | None = None
         self._detached = False  # charged to the parent once as a RenyiBound (fix_filter_order)
+        self._related: dict = {}  # id(event) -> event whose relation was checked (a loop's events)
 
     # -- children -----------------------------------------------------------
     def child(self, epsilon: float, delta: float | None = None, *, accountant=None) -> Ledger:
@@ -223,6 +228,7 @@ class Ledger:
                 )
             self._parent.charge(ev.RenyiBound(order, bound))
             self._detached = True
+        self._accountant.focus(order)  # every check is at that order (same values)
         self.filter_order = order
 
     @property
@@ -255,6 +261,8 @@ class Ledger:
         return self._spent_epsilon
 
     def _check_relation(self, event: ev.Event) -> None:
+        if self._related.get(id(event)) is event:  # this very event object passed before
+            return
         needed = required_relation(event)
         if needed is not None and needed != self.relation:
             scheme = "Poisson" if needed == Relation.ADD_REMOVE else "fixed-size without-replacement"
@@ -263,6 +271,9 @@ class Ledger:
                 f"but this ledger's relation is {str(self.relation)!r}; sample with the scheme "
                 "that matches the relation (DESIGN.md invariant 6)"
             )
+        if len(self._related) >= _RELATED_BY_ID:
+            self._related.clear()
+        self._related[id(event)] = event  # holding the event keeps its id unique
 
     def _refusal(self, event: ev.Event):
         """(first ledger up the chain that cannot afford ``event`` or None, the ledgers to charge)."""
@@ -345,12 +356,13 @@ class Ledger:
         """
         if not isinstance(self._accountant, RDPAccountant):
             raise ValueError("remaining_rdp is defined for accountant='rdp' ledgers")
-        orders = self._accountant.orders
-        room = rdp_budget_per_order(orders, self.epsilon, self.delta) - self._accountant.rdp
-        if self.filter_order is not None:
-            i = self._accountant.order_index(self.filter_order)
-            return orders[i : i + 1].copy(), room[i : i + 1]
-        return orders, room
+        acc = self._accountant
+        orders = acc.orders
+        if self.filter_order is not None:  # the entry of the per-order arithmetic below, at its order
+            i = acc.order_index(self.filter_order)
+            at = orders[i : i + 1].copy()
+            return at, rdp_budget_per_order(at, self.epsilon, self.delta) - np.array([acc._value_at(i)])
+        return orders, rdp_budget_per_order(orders, self.epsilon, self.delta) - acc.rdp
 
     def replay(self) -> PrivacySpent:
         """Re-charge the event log into a fresh ledger of the same kind; equals :meth:`spent` exactly."""

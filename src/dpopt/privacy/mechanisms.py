@@ -374,8 +374,16 @@ class _Comparisons:
         return self._units(np.asarray(threshold, dtype=float)) + _threshold_noise(
             self.rng, self.event, self.event.threshold_scale, shape)
 
+    def units(self, values) -> np.ndarray:
+        """The query answers as compared (grid units when secure)."""
+        return self._units(values)
+
+    def noise(self, shape) -> np.ndarray:
+        """Noise of queries of ``shape`` (drawn now)."""
+        return _threshold_noise(self.rng, self.event, self.event.query_scale, shape)
+
     def queries(self, values) -> np.ndarray:
-        return self._units(values) + _threshold_noise(self.rng, self.event, self.event.query_scale, values.shape)
+        return self._units(values) + self.noise(values.shape)
 
 
 def above_threshold(queries, *, event: ev.AboveThreshold, ledger: Ledger, rng, threshold=0.0, sampler=None,
@@ -408,18 +416,40 @@ class AboveThresholdSession:
     query.  :meth:`ask` takes the answers of the next query for all
     repetitions (shape ``batch_shape``) and returns which repetitions fire
     now; a repetition that has fired is finished and ignores later queries.
+    :meth:`ask_block` takes the answers of the next few queries at once.
     ``secure_noise=True``: integer queries on a grid with exact discrete noise, the
     discrete event charged (see :func:`above_threshold`); ``event`` is then the charged one.
+
+    ``queries`` (optional, public): the most queries the session will be asked.  Their noise
+    is then drawn when the session opens, right after the threshold's, in one call — the
+    random stream of :func:`above_threshold` over that many queries, so a caller that
+    evaluates the queries lazily (only as far as the first one above the threshold) gets
+    exactly :func:`above_threshold`'s answer and leaves the generator where it would.  The
+    noise of a query never asked is discarded unseen: the output distribution is unchanged.
+    Without ``queries`` each :meth:`ask` draws its own noise.
     """
 
     def __init__(self, event: ev.AboveThreshold, *, ledger: Ledger, rng, threshold=0.0, batch_shape=(), sampler=None,
-                 secure_noise: bool = False):
+                 secure_noise: bool = False, queries: int | None = None):
+        if queries is not None and (isinstance(queries, bool) or not isinstance(queries, int | np.integer)
+                                    or queries < 1):
+            raise ValueError(f"queries must be an integer >= 1, got {queries!r}")
         self._run = _Comparisons(event, ledger, rng, sampler, secure_noise)
         self.event = self._run.event
         self.batch_shape = (batch_shape,) if isinstance(batch_shape, int) else tuple(batch_shape)
         self._threshold = self._run.threshold(threshold, self.batch_shape)
+        self._noise = None if queries is None else self._run.noise(self.batch_shape + (int(queries),))
         self.active = np.ones(self.batch_shape, dtype=bool)
         self.asked = 0
+
+    def _noisy(self, values: np.ndarray) -> np.ndarray:
+        """The next queries (last axis) with their noise, pre-drawn or drawn now."""
+        if self._noise is None:
+            return self._run.queries(values)
+        k = values.shape[-1]
+        if self.asked + k > self._noise.shape[-1]:
+            raise RuntimeError(f"this session was opened for {self._noise.shape[-1]} queries")
+        return self._run.units(values) + self._noise[..., self.asked : self.asked + k]
 
     def ask(self, query) -> np.ndarray:
         """Answers of the next query → boolean array: True where this query is the first above."""
@@ -428,10 +458,44 @@ class AboveThresholdSession:
             raise ValueError(f"query must have shape {self.batch_shape}, got {query.shape}")
         if not self.active.any():
             raise RuntimeError("every repetition has already halted; open a new session")
-        fired = self.active & (self._run.queries(query) >= self._threshold)
+        noisy = self._run.queries(query) if self._noise is None else self._noisy(query[..., None])[..., 0]
+        fired = self.active & (noisy >= self._threshold)
         self.active = self.active & ~fired
         self.asked += 1
         return fired
+
+    def ask_block(self, queries) -> np.ndarray:
+        """Answers of the next k queries (last axis k, leading axes ``batch_shape``) → per
+        repetition the position in the block of the first query above the threshold, −1 where
+        none is (or where the repetition had already fired).  The same noise, comparisons and
+        stream as k calls of :meth:`ask`, or as :func:`above_threshold` when ``queries`` was given."""
+        queries = np.asarray(queries, dtype=float)
+        if queries.ndim == 0 or queries.shape[:-1] != self.batch_shape or queries.shape[-1] == 0:
+            raise ValueError(f"queries must have shape {self.batch_shape} + (k,) with k >= 1, got {queries.shape}")
+        if not np.isfinite(queries).all():
+            raise ValueError("queries contains NaN or infinite value(s)")
+        if not self.active.any():
+            raise RuntimeError("every repetition has already halted; open a new session")
+        k = queries.shape[-1]
+        if self._noise is None:  # one query at a time, as ask() draws them
+            index = np.full(self.batch_shape, -1)
+            for j in range(k):
+                index = np.where(self.ask(queries[..., j]), j, index)
+                if not self.active.any():
+                    break
+            return index
+        above = self._noisy(queries) >= self._threshold[..., None]
+        self.asked += k
+        if not self.batch_shape:  # one search (the line-search oracle's case): plain Python
+            first = int(above.argmax())
+            if not above[first]:
+                return np.array(-1)
+            self.active = np.zeros((), dtype=bool)
+            return np.array(first)
+        index = np.where(above.any(axis=-1), np.argmax(above, axis=-1), -1)
+        index = np.where(self.active, index, -1)
+        self.active = self.active & (index < 0)
+        return index
 
 
 def _inner_gaussian(event: ev.Event, kind=ev.Gaussian):

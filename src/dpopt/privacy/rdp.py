@@ -129,6 +129,8 @@ DENSE_ORDERS.setflags(write=False)
 _SERIES_RTOL = 1e-13
 _SERIES_LOG_ATOL = math.log(1e-18)
 _SERIES_MAX_TERMS = 1 << 21
+#: Curves an accountant keeps by event identity (:meth:`RDPAccountant._curve_of`).
+_CURVES_BY_ID = 512
 
 
 # --------------------------------------------------------------------------- helpers
@@ -194,9 +196,11 @@ def _log1p_exp(x: np.ndarray | float) -> np.ndarray:
 
 def gaussian_rdp(noise_multiplier: float, orders=None) -> np.ndarray:
     """RDP of the Gaussian mechanism: ε(α) = α/(2 z²), z = σ/Δ₂ (Mironov 2017; chen2020 Lemma 1)."""
-    z = val.check_positive("noise_multiplier", noise_multiplier)
-    orders = _check_orders(orders)
-    return orders / (2.0 * z * z)
+    return _gaussian_rdp(val.check_positive("noise_multiplier", noise_multiplier), _check_orders(orders))
+
+
+def _gaussian_rdp(z: float, a: np.ndarray) -> np.ndarray:
+    return a / (2.0 * z * z)
 
 
 def laplace_rdp(epsilon: float, orders=None) -> np.ndarray:
@@ -207,10 +211,13 @@ def laplace_rdp(epsilon: float, orders=None) -> np.ndarray:
     ε(α) = t + log1p[(α−1)/(2α−1)·expm1(−(2α−1)t)]/(α−1), whose log1p argument
     lies in (−1/2, 0].  Capped at t (the pure-DP limit α → ∞) against rounding.
     """
-    t = val.check_positive("epsilon", epsilon)
-    a = _check_orders(orders)
+    return _laplace_rdp(val.check_positive("epsilon", epsilon), _check_orders(orders))
+
+
+def _laplace_rdp(t: float, a: np.ndarray) -> np.ndarray:
+    """:func:`laplace_rdp` on checked arguments (the curves' inner loop: no validation)."""
     inner = np.log1p((a - 1.0) / (2.0 * a - 1.0) * np.expm1(-(2.0 * a - 1.0) * t))
-    return np.clip(t + inner / (a - 1.0), 0.0, t)
+    return np.minimum(np.maximum(t + inner / (a - 1.0), 0.0), t)  # np.clip(·, 0, t)
 
 
 def _log_cosh(x: np.ndarray) -> np.ndarray:
@@ -248,8 +255,11 @@ def pure_dp_rdp(epsilon: float, orders=None) -> np.ndarray:
       = cosh((α−½)ε)/cosh(ε/2), it is evaluated as
       [log cosh((α−½)ε) − log cosh(ε/2)]/(α−1), stable for tiny and huge ε.
     """
-    eps = val.check_positive("epsilon", epsilon)
-    a = _check_orders(orders)
+    return _pure_dp_rdp(val.check_positive("epsilon", epsilon), _check_orders(orders))
+
+
+def _pure_dp_rdp(eps: float, a: np.ndarray) -> np.ndarray:
+    """:func:`pure_dp_rdp` on checked arguments."""
     tight = (_log_cosh((a - 0.5) * eps) - _log_cosh(0.5 * eps)) / (a - 1.0)
     return np.maximum(np.minimum(np.minimum(tight, a * eps * eps / 2.0), eps), 0.0)
 
@@ -304,7 +314,11 @@ def above_threshold_rdp(event: ev.AboveThreshold | ev.DiscreteAboveThreshold, or
     :func:`discrete_laplace_rdp` at shifts Δ (scale Δ/ε₁) and 2Δ (scale Δ/ε₂),
     capped by the pure ε₁ + 2ε₂ (the sparse-vector proof shifts by the same integers).
     """
-    a = _check_orders(orders)
+    return _above_threshold_rdp(event, _check_orders(orders))
+
+
+def _above_threshold_rdp(event, a: np.ndarray) -> np.ndarray:
+    """:func:`above_threshold_rdp` on checked arguments."""
     if isinstance(event, ev.DiscreteAboveThreshold):
         if event.noise == "gaussian":
             return a / 2.0 * (1.0 / event.sigma1**2 + 4.0 / event.sigma2**2)
@@ -316,8 +330,9 @@ def above_threshold_rdp(event: ev.AboveThreshold | ev.DiscreteAboveThreshold, or
     if event.noise == "gaussian":
         return a / 2.0 * (1.0 / event.sigma1**2 + 4.0 / event.sigma2**2)
     eps1, eps2 = event.epsilon1, event.epsilon2
-    eq4 = laplace_rdp(eps1, a) + laplace_rdp(2.0 * eps2, a)
-    return np.minimum(eq4, pure_dp_rdp(eps1 + 2.0 * eps2, a))
+    eq4 = _laplace_rdp(val.check_positive("epsilon", eps1), a) + _laplace_rdp(
+        val.check_positive("epsilon", 2.0 * eps2), a)
+    return np.minimum(eq4, _pure_dp_rdp(val.check_positive("epsilon", eps1 + 2.0 * eps2), a))
 
 
 # ------------------------------------------------------------ Poisson-subsampled Gaussian
@@ -449,8 +464,12 @@ def subsampled_gaussian_rdp(rate: float, noise_multiplier: float, orders=None) -
     """
     q = val.check_rate("rate", rate)
     z = val.check_positive("noise_multiplier", noise_multiplier)
-    a = _check_orders(orders)
-    full = gaussian_rdp(z, a)
+    return _subsampled_gaussian_rdp(q, z, _check_orders(orders))
+
+
+def _subsampled_gaussian_rdp(q: float, z: float, a: np.ndarray) -> np.ndarray:
+    """:func:`subsampled_gaussian_rdp` on checked arguments."""
+    full = _gaussian_rdp(z, a)
     if q == 1.0:
         return full
     log_a = np.empty_like(a)
@@ -459,7 +478,7 @@ def subsampled_gaussian_rdp(rate: float, noise_multiplier: float, orders=None) -
         log_a[is_int] = _sgm_log_a_int(q, z, a[is_int])
     for idx in np.flatnonzero(~is_int):
         log_a[idx] = _sgm_log_a_frac(q, z, float(a[idx]))
-    return np.clip(log_a / (a - 1.0), 0.0, full)
+    return np.minimum(np.maximum(log_a / (a - 1.0), 0.0), full)  # np.clip(·, 0, full)
 
 
 # --------------------------------------------------------------------------- Zhu–Wang
@@ -480,8 +499,11 @@ def zhu_wang_rdp(rate: float, inner: Callable[[np.ndarray], np.ndarray], orders=
     this is exact algebra and keeps precision for tiny q.
     Fractional orders get ``inf`` (the lemma does not cover them).
     """
-    q = val.check_rate("rate", rate)
-    a = _check_orders(orders)
+    return _zhu_wang_rdp(val.check_rate("rate", rate), inner, _check_orders(orders))
+
+
+def _zhu_wang_rdp(q: float, inner: Callable[[np.ndarray], np.ndarray], a: np.ndarray) -> np.ndarray:
+    """:func:`zhu_wang_rdp` on checked arguments."""
     out = np.full_like(a, np.inf)
     is_int = _is_integer(a)
     if not np.any(is_int):
@@ -596,9 +618,9 @@ def _subsampled_curve(event: ev.Subsampled, a: np.ndarray) -> np.ndarray:
             bound = np.minimum(bound, pure_dp_rdp(amplify_pure(eps, event.rate), a))
         return _monotone_envelope(a, bound)
     if isinstance(inner, ev.Gaussian):
-        return subsampled_gaussian_rdp(event.rate, inner.noise_multiplier, a)
+        return _subsampled_gaussian_rdp(event.rate, val.check_positive("noise_multiplier", inner.noise_multiplier), a)
     trivial = _curve(inner, a)
-    bound = np.minimum(trivial, zhu_wang_rdp(event.rate, lambda o: _curve(inner, o), a))
+    bound = np.minimum(trivial, _zhu_wang_rdp(event.rate, lambda o: _curve(inner, o), a))
     eps = _try_pure_epsilon(inner)
     if eps is not None:  # Li, Qardaji & Su 2012 amplification holds for Poisson sampling too
         bound = np.minimum(bound, pure_dp_rdp(amplify_pure(eps, event.rate), a))
@@ -608,7 +630,7 @@ def _subsampled_curve(event: ev.Subsampled, a: np.ndarray) -> np.ndarray:
 def _compute_curve(event: ev.Event, a: np.ndarray) -> np.ndarray:
     if isinstance(event, ev.Gaussian | ev.DiscreteGaussian):
         # the discrete Gaussian is ½(Δ/σ)²-concentrated DP, like the continuous one (Canonne, Kamath & Steinke 2020)
-        return gaussian_rdp(event.noise_multiplier, a)
+        return _gaussian_rdp(val.check_positive("noise_multiplier", event.noise_multiplier), a)
     if isinstance(event, ev.DiscreteLaplace):
         return pure_dp_rdp(event.epsilon, a)
     if isinstance(event, ev.Laplace):
@@ -618,7 +640,7 @@ def _compute_curve(event: ev.Event, a: np.ndarray) -> np.ndarray:
     if isinstance(event, ev.RandomizedResponse):
         return randomized_response_rdp(event.epsilon, event.k, a)
     if isinstance(event, ev.AboveThreshold | ev.DiscreteAboveThreshold):
-        return above_threshold_rdp(event, a)
+        return _above_threshold_rdp(event, a)
     if isinstance(event, ev.Subsampled):
         return _subsampled_curve(event, a)
     if isinstance(event, ev.Activated):
@@ -835,7 +857,56 @@ class RDPAccountant(AccountantBase):
         # event give exactly n·curve, the value calibration (and SelfComposed) computes.
         self._base, self._last, self._count = self._rdp, None, 0
         self._terms: dict = {}
+        self._curves: dict = {}  # id(event) -> (event, curve): a loop charges the same objects
+        self._focus = None  # see focus()
 
+    # -- one order eagerly, the others on demand -----------------------------------------------
+    def focus(self, order: float) -> None:
+        """Compose eagerly at ``order`` only; the curve at the other orders is computed when asked.
+
+        For a Rényi filter (:class:`~dpopt.privacy.Ledger` with ``filter_order``), whose every
+        check is at one order: its events' curves are then computed on the orders ≥ ``order``
+        only (a curve's value at α depends on no smaller order: every formula is per order, or
+        per order over the same grid 2..max α, and the monotone envelope at α looks at larger
+        orders only), so a run whose budgets change does not compute each new event at every
+        order.  Every value — the composed RDP at ``order``, and at all orders once asked
+        (:attr:`rdp`, :meth:`get_epsilon`) — is the same float as without focusing, computed by
+        the same arithmetic.  Before anything is composed only.
+        """
+        if self._last is not None:
+            raise ValueError("focus() must be called before anything is composed")
+        i = self.order_index(order)
+        a = self._orders
+        sub = a[a >= a[i]]
+        self._focus = (i, sub, tuple(sub.tolist()), int(np.flatnonzero(sub == a[i])[0]))
+        self._runs: list = []  # (event, count) of every run of equal events, in order
+        self._value = self._value_base = 0.0  # the composed RDP at the focus order (and before the last run)
+        self._values: dict = {}  # id(event) -> (event, its RDP at the focus order)
+        self._rdp = self._base = None  # materialized by _arrays() when asked
+
+    def _focused(self, event: ev.Event) -> float:
+        """The RDP of ``event`` at the focus order: its curve's entry there, from the orders ≥ it."""
+        hit = self._values.get(id(event))
+        if hit is not None and hit[0] is event:
+            return hit[1]
+        _, sub, key, j = self._focus
+        value = float(_curve(event, sub, key)[j])
+        if len(self._values) >= _CURVES_BY_ID:
+            self._values.clear()
+        self._values[id(event)] = (event, value)  # holding the event keeps its id unique
+        return value
+
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """(composed curve, curve before the last run) at every order (materialized if focused)."""
+        if self._rdp is None:
+            rdp = base = np.zeros_like(self._orders)
+            for event, count in self._runs:  # compose()'s arithmetic, run by run
+                base = rdp
+                rdp = base + count * self._curve_of(event)
+            self._rdp, self._base = rdp, base
+        return self._rdp, self._base
+
+    # -----------------------------------------------------------------------------------------
     @property
     def orders(self) -> np.ndarray:
         """The Rényi orders (read-only array)."""
@@ -844,21 +915,48 @@ class RDPAccountant(AccountantBase):
     @property
     def rdp(self) -> np.ndarray:
         """A copy of the composed RDP curve, one value per order."""
-        return self._rdp.copy()
+        return self._arrays()[0].copy()
 
     def cost(self, event: ev.Event) -> np.ndarray:
         """The RDP curve ``event`` would add, without composing it."""
         if not isinstance(event, ev.Event):
             raise TypeError(f"event must be a privacy Event, got {type(event).__name__}")
-        return np.array(_curve(event, self._orders, self._key))
+        return np.array(self._curve_of(event))
+
+    def _curve_of(self, event: ev.Event) -> np.ndarray:
+        """:func:`_curve` of ``event`` at this accountant's orders, found by identity first (no
+        hashing of the event and the orders) when the same event object is charged again."""
+        hit = self._curves.get(id(event))
+        if hit is not None and hit[0] is event:
+            return hit[1]
+        curve = _curve(event, self._orders, self._key)
+        if len(self._curves) >= _CURVES_BY_ID:
+            self._curves.clear()
+        self._curves[id(event)] = (event, curve)  # holding the event keeps its id unique
+        return curve
+
+    def _same_as_last(self, event: ev.Event) -> bool:
+        return self._last is not None and (event is self._last or event == self._last)
 
     def compose(self, event: ev.Event, count: int = 1) -> RDPAccountant:
         """Add ``count`` repetitions of ``event``; returns ``self`` so calls chain."""
         if not isinstance(event, ev.Event):
             raise TypeError(f"event must be a privacy Event, got {type(event).__name__}")
-        count = val.check_int("count", count, minimum=1)
-        curve = _curve(event, self._orders, self._key)
-        if self._last is not None and (event is self._last or event == self._last):
+        if count != 1:
+            count = val.check_int("count", count, minimum=1)
+        if self._focus is not None:
+            value = self._focused(event)  # (raises, composing nothing, for an event without a curve)
+            if self._same_as_last(event):
+                self._count += count
+                self._runs[-1] = (self._last, self._count)
+            else:
+                self._value_base, self._last, self._count = self._value, event, count
+                self._runs.append((event, count))
+            self._value = self._value_base + self._count * value
+            self._rdp = self._base = None
+            return self
+        curve = self._curve_of(event)
+        if self._same_as_last(event):
             self._count += count
         else:
             self._base, self._last, self._count = self._rdp, event, count
@@ -867,16 +965,39 @@ class RDPAccountant(AccountantBase):
 
     def _curve_after(self, event: ev.Event) -> np.ndarray:
         """The composed curve after one more ``event``, by the arithmetic of :meth:`compose`."""
-        curve = _curve(event, self._orders, self._key)
-        if self._last is not None and (event is self._last or event == self._last):
-            return self._base + (self._count + 1) * curve
-        return self._rdp + 1 * curve
+        curve = self._curve_of(event)
+        rdp, base = self._arrays()
+        if self._same_as_last(event):
+            return base + (self._count + 1) * curve
+        return rdp + 1 * curve
+
+    def _value_after(self, event: ev.Event, i: int) -> float:
+        """Entry ``i`` of :meth:`_curve_after` by the same float arithmetic, at one order only."""
+        if self._focus is not None and i == self._focus[0]:
+            value = self._focused(event)
+            if self._same_as_last(event):
+                return self._value_base + (self._count + 1) * value
+            return self._value + 1 * value
+        curve = self._curve_of(event)
+        rdp, base = self._arrays()
+        if self._same_as_last(event):
+            return float(base[i] + (self._count + 1) * curve[i])
+        return float(rdp[i] + 1 * curve[i])
+
+    def _value_at(self, i: int) -> float:
+        """Entry ``i`` of the composed curve."""
+        if self._focus is not None and i == self._focus[0]:
+            return self._value
+        return float(self._arrays()[0][i])
 
     def copy(self) -> RDPAccountant:
         other = RDPAccountant.__new__(RDPAccountant)
         other._orders, other._key, other._rdp = self._orders, self._key, self._rdp
         other._base, other._last, other._count = self._base, self._last, self._count
-        other._terms = self._terms
+        other._terms, other._curves, other._focus = self._terms, self._curves, self._focus
+        if self._focus is not None:
+            other._runs, other._values = list(self._runs), self._values
+            other._value, other._value_base = self._value, self._value_base
         return other
 
     def _terms_at(self, delta: float) -> tuple:
@@ -905,6 +1026,11 @@ class RDPAccountant(AccountantBase):
             curve, terms = curve[i : i + 1], tuple(t[i : i + 1] for t in terms)
         return max(0.0, float(np.min(_epsilons(curve, terms, delta))))
 
+    def _epsilon_of_entry(self, value: float, delta: float, i: int) -> float:
+        """:meth:`_epsilon_of` at the order of index ``i`` for a curve whose entry there is ``value``."""
+        terms = tuple(t[i : i + 1] for t in self._terms_at(delta))
+        return max(0.0, float(np.min(_epsilons(np.array([value]), terms, delta))))
+
     def epsilon_after(self, event: ev.Event, delta: float, *, order: float | None = None) -> float:
         """The ε :meth:`get_epsilon` would report after composing ``event`` (composes nothing).
 
@@ -913,6 +1039,9 @@ class RDPAccountant(AccountantBase):
         accountant.  With ``order``, the ε of the conversion at that one order
         (a Rényi filter's check).
         """
+        if order is not None:
+            i = self.order_index(order)
+            return self._epsilon_of_entry(self._value_after(event, i), delta, i)
         return self._epsilon_of(self._curve_after(event), delta, order)
 
     def _headroom(self, epsilon: float, delta: float) -> tuple:
@@ -935,27 +1064,32 @@ class RDPAccountant(AccountantBase):
         conversion of :meth:`epsilon_after` computed, so the answer always
         agrees with the ε later reported.
         """
-        after = self._curve_after(event)
         budget, margin = self._headroom(epsilon, delta)
-        slack = budget - after
-        if order is not None:
+        if order is not None:  # a filter: one order, in Python floats (the same arithmetic per entry)
             i = self.order_index(order)
-            slack, margin, low = slack[i : i + 1], margin[i : i + 1], after[i : i + 1]
-        else:
-            low = after
+            low = self._value_after(event, i)
+            slack, tol = float(budget[i]) - low, float(margin[i])
+            if slack >= tol:
+                return True
+            if delta * delta < 0.25 and slack < -tol and low > 2.0 * delta * delta:
+                return False
+            return self._epsilon_of_entry(low, delta, i) <= epsilon
+        after = self._curve_after(event)
+        slack = budget - after
         if np.any(slack >= margin):
             return True
-        if delta * delta < 0.25 and np.all(slack < -margin) and low.min() > 2.0 * delta * delta:
+        if delta * delta < 0.25 and np.all(slack < -margin) and after.min() > 2.0 * delta * delta:
             return False  # above B at every order, and too large for the total-variation shortcut
         return self._epsilon_of(after, delta, order) <= epsilon
 
     def epsilon_at(self, delta: float, order: float) -> float:
         """The ε of the composed curve converted at one ``order`` only."""
-        return self._epsilon_of(self._rdp, delta, order)
+        i = self.order_index(order)
+        return self._epsilon_of_entry(self._value_at(i), delta, i)
 
     def _guarantee(self, event: ev.Event) -> np.ndarray:
         """The event's RDP curve at this accountant's orders (raises where none is known)."""
-        return _curve(event, self._orders, self._key)
+        return self._curve_of(event)
 
     def describe(self) -> str:
         a = self._orders
@@ -966,7 +1100,7 @@ class RDPAccountant(AccountantBase):
 
     def get_epsilon_and_order(self, delta: float) -> tuple[float, float]:
         """(ε, optimal order) at ``delta`` by :func:`rdp_to_epsilon` (``"best"``)."""
-        return rdp_to_epsilon(self._orders, self._rdp, delta)
+        return rdp_to_epsilon(self._orders, self._arrays()[0], delta)
 
     def get_epsilon(self, delta: float) -> float:
         """Smallest ε such that everything composed so far is (ε, δ)-DP."""
@@ -974,7 +1108,7 @@ class RDPAccountant(AccountantBase):
 
     def get_delta(self, epsilon: float) -> float:
         """Smallest δ such that everything composed so far is (ε, δ)-DP."""
-        return rdp_to_delta(self._orders, self._rdp, epsilon)[0]
+        return rdp_to_delta(self._orders, self._arrays()[0], epsilon)[0]
 
     def __repr__(self) -> str:
         return f"RDPAccountant(orders={len(self._orders)} orders)"

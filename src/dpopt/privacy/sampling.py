@@ -29,6 +29,22 @@ _SCAN_ENTRIES = 64
 _KEY_COST_RATIO = 3.0
 # Above this Poisson rate one uniform per row beats Geometric gaps (both exact).
 _GAP_RATE_MAX = 0.25
+# Subsampled events a sampler keeps by the identity of the event it wrapped.
+_WRAPPED_BY_ID = 256
+
+
+def _wrapped(sampler, event: ev.Event) -> ev.Subsampled:
+    """``Subsampled(event, rate, scheme)``, the same object again for the same ``event`` object: a
+    loop that charges one event per iteration then hands the ledger one object (events are
+    immutable values, so the cached one is equal to a new one)."""
+    hit = sampler._wrapped.get(id(event))
+    if hit is not None and hit[0] is event:
+        return hit[1]
+    out = ev.Subsampled(event, sampler.rate, sampler.scheme)
+    if len(sampler._wrapped) >= _WRAPPED_BY_ID:
+        sampler._wrapped.clear()
+    sampler._wrapped[id(event)] = (event, out)  # holding the event keeps its id unique
+    return out
 
 
 class PoissonSampler:
@@ -48,24 +64,31 @@ class PoissonSampler:
 
     def __init__(self, rate: float):
         self.rate = check_rate("rate", rate)
+        self._wrapped: dict = {}
+        self._chunks: dict = {}  # n -> Geometric draws per chunk (checked n only)
 
     def wrap(self, event: ev.Event) -> ev.Event:
-        return event if self.rate == 1.0 else ev.Subsampled(event, self.rate, self.scheme)
+        return event if self.rate == 1.0 else _wrapped(self, event)
 
     def indices(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """Sorted indices of one Poisson sample of ``range(n)``."""
-        n = check_int("n", n)
+        if type(n) is not int:
+            n = check_int("n", n)
+        chunk = self._chunks.get(n)
+        if chunk is None:
+            n = check_int("n", n)
+            mean = n * self.rate  # draw enough gaps to pass n almost always (mean + 6 sd), then top up
+            chunk = self._chunks[n] = int(mean + 6.0 * math.sqrt(mean * (1.0 - self.rate))) + 16
         q = self.rate
         if q > _GAP_RATE_MAX:
             return np.flatnonzero(rng.random(n) < q)
-        mean = n * q  # draw enough gaps to pass n almost always (mean + 6 sd), then top up
-        chunk = int(mean + 6.0 * math.sqrt(mean * (1.0 - q))) + 16
-        positions = np.cumsum(rng.geometric(q, size=chunk)) - 1
+        positions = rng.geometric(q, size=chunk).cumsum()
+        positions -= 1
         parts = [positions]
         while parts[-1][-1] < n:
-            parts.append(parts[-1][-1] + np.cumsum(rng.geometric(q, size=chunk)))
+            parts.append(parts[-1][-1] + rng.geometric(q, size=chunk).cumsum())
         positions = parts[0] if len(parts) == 1 else np.concatenate(parts)
-        return positions[: np.searchsorted(positions, n)]
+        return positions[: positions.searchsorted(n)]
 
     def mask(self, n: int, rng: np.random.Generator, repetitions: int) -> np.ndarray:
         """Boolean (repetitions, n) membership mask, one independent sample per row."""
@@ -91,9 +114,10 @@ class FixedSizeSampler:
         if self.batch_size > self.n:
             raise ValueError(f"batch_size must be <= n={self.n}, got {self.batch_size}")
         self.rate = self.batch_size / self.n
+        self._wrapped: dict = {}
 
     def wrap(self, event: ev.Event) -> ev.Event:
-        return event if self.batch_size == self.n else ev.Subsampled(event, self.rate, self.scheme)
+        return event if self.batch_size == self.n else _wrapped(self, event)
 
     def indices(self, rng: np.random.Generator, repetitions: int | None = None) -> np.ndarray:
         """(batch_size,) indices, or (repetitions, batch_size) with an independent subset per row.
