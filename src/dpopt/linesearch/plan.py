@@ -121,7 +121,20 @@ def _fits(hyper, rate, orders, room, rho, bt, event_of=None) -> np.ndarray:
 def _largest(gap, start: float, cap: float | None = None, *, step: float = math.log(4.0),
              tol: float = _LOG_TOL) -> float | None:
     """The largest u (≤ ``cap``) with ``gap(u) ≥ 0`` for a decreasing ``gap``, to ``tol``, bracketing
-    in steps of ``step``; None if there is none within 40 (log units) below ``start``."""
+    in steps of ``step``; None if there is none within 40 (log units) below ``start``.
+
+    ``gap`` is evaluated once per point (the bracket's ends are asked again by the bracketing
+    and by Brent's method, and its root once more at the end; each value costs an RDP curve).
+    """
+    values: dict = {}
+    plain = gap
+
+    def gap(u: float) -> float:
+        value = values.get(u)
+        if value is None:
+            value = values[u] = plain(u)
+        return value
+
     lo = start if cap is None else min(start, cap)
     floor = lo - 40.0
     while gap(lo) < 0.0:

@@ -46,10 +46,12 @@ QUERIES = ("objective", "decrease")
 #: the first or second candidate), so the default evaluates one at a time.
 LAZY_CHUNK = 1
 #: Candidates a search that is not lazy evaluates in its first pass (then 2×, 4×, … as many).
-#: Its noise is drawn for the whole ladder anyway; on 200-row minibatches (DP-BLSGD, n = 1e5,
-#: d = 100) a pass costs ~20 µs of per-call work plus ~7 µs per candidate, and a search asks
-#: 3.2 candidates on average, most stopping at the first or second.
-EAGER_FIRST_CHUNK = 2
+#: Its noise is drawn for the whole ladder anyway.  On 200-row minibatches (DP-BLSGD, n = 1e5,
+#: d = 100, ``benchmarks/bench_linesearch.py --sections floor``) a pass cost ~20 µs of per-call
+#: work plus ~7 µs per candidate, and of 414 searches 210 stopped within the first three
+#: candidates, 154 within the next six: 3, 6, 12 expected ~79 µs per search, 1, 2, 4, 8 ~92 and
+#: 2, 4, 8 ~84 (the whole ladder at once: ~125).
+EAGER_FIRST_CHUNK = 3
 
 
 def line_search_event(budget: float, sensitivity: float,
@@ -232,7 +234,7 @@ def above_threshold_search(ray: Ray, steps: np.ndarray, *, alpha: float, budget:
     k = steps.shape[-1]
     # Not lazy: the noise of all k queries is drawn when the session opens (mech.above_threshold's
     # stream), and the queries are still evaluated only up to the first above the threshold, in
-    # chunks of 2, 4, 8, … candidates (most searches stop at the first or second).
+    # chunks of 3, 6, 12, … candidates (EAGER_FIRST_CHUNK; most searches stop within the first three).
     session = mech.AboveThresholdSession(
         event, ledger=ledger, rng=rng, batch_shape=ray.batch_shape, sampler=sampler,
         secure_noise=secure_noise, queries=None if lazy else k,
