@@ -217,3 +217,71 @@ def test_argument_checks_are_public_and_shared_with_mcmc():
             proposal_std=0.1, steps=10, ledger=ledger, rng=0,
         )  # fmt: skip
     assert ledger.events == []
+
+
+@pytest.mark.parametrize("noise", ["laplace", "gaussian"])
+@pytest.mark.parametrize("batch_shape", [(), (40,)])
+def test_session_with_predrawn_noise_answers_as_above_threshold(noise, batch_shape):
+    """A session opened for k queries draws their noise with the threshold's, so asking them in
+    blocks, only up to the first above the threshold, gives above_threshold's index and leaves the
+    generator where above_threshold leaves it."""
+    event = (ev.AboveThreshold.laplace(0.5, 0.25, sensitivity=1.0) if noise == "laplace"
+             else ev.AboveThreshold.gaussian(1.5, 2.0, sensitivity=1.0))
+    k = 9
+    for seed in range(30):
+        queries = rng(100 + seed).normal(-4.0, 3.0, size=batch_shape + (k,))
+        eager_rng, lazy_rng = rng(seed), rng(seed)
+        eager = mech.above_threshold(queries, event=event, ledger=Ledger(1e3, 1e-6, "rdp"), rng=eager_rng)
+        ledger = Ledger(1e3, 1e-6, "rdp")
+        session = mech.AboveThresholdSession(event, ledger=ledger, rng=lazy_rng, batch_shape=batch_shape,
+                                             queries=k)
+        assert ledger.events == [event]  # charged when the session opens
+        index, start = np.full(batch_shape, -1), 0
+        for size in (1, 3, 5):
+            found = session.ask_block(queries[..., start : start + size])
+            index = np.where(found >= 0, start + found, index)
+            start += size
+            if not session.active.any():
+                break
+        np.testing.assert_array_equal(index, eager)
+        assert lazy_rng.random() == eager_rng.random()
+    with pytest.raises(RuntimeError, match="opened for 9 queries"):
+        session = mech.AboveThresholdSession(event, ledger=ledger, rng=rng(1), batch_shape=batch_shape,
+                                             queries=k)
+        session.ask_block(np.full(batch_shape + (k + 1,), -1e9))
+    with pytest.raises(ValueError, match="queries must be an integer >= 1"):
+        mech.AboveThresholdSession(event, ledger=ledger, rng=rng(1), queries=0)
+
+
+def test_session_ask_block_without_predrawn_noise_is_ask_one_at_a_time():
+    event = ev.AboveThreshold.laplace(0.5, 0.25, sensitivity=1.0)
+    queries = rng(3).normal(-3.0, 3.0, size=(50, 6))
+    out = []
+    for blocks in ((6,), (1,) * 6):
+        gen = rng(4)
+        session = mech.AboveThresholdSession(event, ledger=Ledger(1e3, 1e-6, "rdp"), rng=gen, batch_shape=(50,))
+        index, start = np.full(50, -1), 0
+        for size in blocks:
+            if not session.active.any():
+                break
+            found = session.ask_block(queries[:, start : start + size])
+            index = np.where(found >= 0, start + found, index)
+            start += size
+        out.append((index, gen.random()))
+    np.testing.assert_array_equal(out[0][0], out[1][0])
+    assert out[0][1] == out[1][1]
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        mech.AboveThresholdSession(event, ledger=Ledger(1e3, 1e-6, "rdp"), rng=rng(1)).ask_block([np.nan])
+
+
+def test_sampler_wraps_the_same_event_object_once():
+    sampler = PoissonSampler(0.01)
+    inner = ev.Gaussian(2.0, 1.0)
+    wrapped = sampler.wrap(inner)
+    assert wrapped == ev.Subsampled(inner, 0.01, "poisson") and sampler.wrap(inner) is wrapped
+    other = sampler.wrap(ev.Gaussian(3.0, 1.0))
+    assert other is not wrapped and other == ev.Subsampled(ev.Gaussian(3.0, 1.0), 0.01, "poisson")
+    assert sampler.wrap(ev.Gaussian(2.0, 1.0)) == wrapped  # an equal event, another object: an equal value
+    fixed = FixedSizeSampler(10, 100)
+    assert fixed.wrap(inner) is fixed.wrap(inner)
+    assert fixed.wrap(inner) == ev.Subsampled(inner, 0.1, "without_replacement")

@@ -494,3 +494,53 @@ def test_bad_input_elsewhere():
         rdp.rdp_budget_per_order(ORDERS, 0.0, 1e-5)
     with pytest.raises(ValueError, match="delta"):
         rdp.rdp_budget_per_order(ORDERS, 1.0, 0.0)
+
+
+def _focus_events():
+    at = ev.AboveThreshold.laplace(0.05, 0.025, sensitivity=1.0)
+    gat = ev.AboveThreshold.gaussian(3.0, 4.0, sensitivity=1.0)
+    g = ev.Gaussian(sigma=8.0, sensitivity=1.0)
+    return [
+        ev.Subsampled(g, 0.002, "poisson"),
+        ev.Subsampled(at, 0.002, "poisson"),
+        ev.Subsampled(gat, 0.01, "poisson"),
+        ev.Subsampled(at, 0.05, "without_replacement"),
+        ev.Subsampled(g, 0.05, "without_replacement"),
+        ev.Composed((ev.Subsampled(g, 0.002, "poisson"), ev.Subsampled(at, 0.002, "poisson"))),
+        ev.SelfComposed(ev.Subsampled(at, 0.002, "poisson"), 7),
+        ev.Laplace(20.0, 1.0),
+        g,
+        ev.Activated(ev.Subsampled(g, 0.1, "without_replacement"), 0.3),
+    ]
+
+
+@pytest.mark.parametrize("orders", [None, [float(a) for a in INT_ORDERS if a >= 2]])
+def test_focused_accountant_gives_the_same_floats(orders):
+    """RDPAccountant.focus: the value at the focus order comes from the curve on the orders >= it
+    (bit for bit the entry of the curve on all orders), and a focused accountant reports the same
+    floats as an unfocused one — at its order eagerly, at every order once asked."""
+    events = _focus_events()
+    grid = rdp.RDPAccountant(orders).orders
+    for order in grid[[0, len(grid) // 3, len(grid) // 2, -1]]:
+        sub = grid[grid >= order]
+        i, j = int(np.flatnonzero(grid == order)[0]), int(np.flatnonzero(sub == order)[0])
+        for event in events:
+            assert rdp.rdp_curve(event, sub)[j] == rdp.rdp_curve(event, grid)[i], (order, event)
+        plain, focused = rdp.RDPAccountant(orders), rdp.RDPAccountant(orders)
+        focused.focus(order)
+        sequence = [events[k % len(events)] for k in (0, 1, 1, 1, 5, 2, 0, 0, 3, 6, 4, 7, 8, 9, 5)]
+        for event in sequence:
+            for acc in (plain, focused):
+                acc.compose(event, count=2 if event is events[2] else 1)
+            assert focused.epsilon_at(1e-8, order) == plain.epsilon_at(1e-8, order)
+            after = events[1]
+            assert focused.epsilon_after(after, 1e-8, order=order) == plain.epsilon_after(after, 1e-8, order=order)
+            for eps in (0.5, 2.0, 50.0):
+                assert focused.fits(after, eps, 1e-8, order=order) == plain.fits(after, eps, 1e-8, order=order)
+        copy = focused.copy()
+        assert np.array_equal(focused.rdp, plain.rdp) and np.array_equal(copy.rdp, plain.rdp)
+        assert focused.get_epsilon(1e-8) == plain.get_epsilon(1e-8)
+        copy.compose(events[0])  # a copy composes on its own
+        assert np.array_equal(focused.rdp, plain.rdp)
+    with pytest.raises(ValueError, match="before anything is composed"):
+        plain.focus(grid[0])
