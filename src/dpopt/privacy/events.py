@@ -206,12 +206,24 @@ class DiscreteLaplace(Event):
         return self.sensitivity / self.scale
 
 
+#: τ of :meth:`DiscreteGaussian.dominating_gaussian`: the periodic factor of the rounding kernel is
+#: within 1 ± η, η = 2Σ_{k≥1} e^{−2π²τ²k²} ≈ 1.3e-137, of a constant
+DOMINATING_TAU = 4.0
+#: the smallest σ (grid units) for which the accountants use the dominating continuous Gaussian; below it
+#: the PLD accountant keeps the exact pair of one integer coordinate (the secure releases' σ is ≥ 2²⁰)
+DOMINATING_MIN_SIGMA = 1e3
+
+
 @dataclass(frozen=True)
 class DiscreteGaussian(Event):
-    """Discrete Gaussian noise P(x) ∝ exp(−x²/(2 sigma²)) on the integers, for an integer-valued query.
+    """Discrete Gaussian noise P(x) ∝ exp(−x²/(2 sigma²)) on ℤ^d, for an integer-valued query.
 
-    ``sensitivity`` is the integer L2 sensitivity Δ.  It is Δ²/(2σ²)-zCDP
-    like the continuous Gaussian (Canonne, Kamath & Steinke 2020).
+    ``sensitivity`` is the integer L2 sensitivity Δ (‖v‖₂ ≤ Δ for the integer
+    vector v by which neighbours move the query).  It is Δ²/(2σ²)-zCDP like
+    the continuous Gaussian (Canonne, Kamath & Steinke 2020, Prop. 5: at an
+    integer shift the Rényi divergences are exactly the continuous ones, and
+    they add over coordinates).  For subsampled and (ε, δ) accounting see
+    :meth:`dominating_gaussian`.
     """
 
     kind: ClassVar[str] = "discrete_gaussian"
@@ -223,6 +235,29 @@ class DiscreteGaussian(Event):
     @property
     def noise_multiplier(self) -> float:
         return self.sigma / self.sensitivity
+
+    def dominating_gaussian(self) -> Gaussian | None:
+        """A continuous ``Gaussian(σ', Δ)``, σ' = √(σ² − τ²), whose accounting covers this event in any
+        dimension, subsampled or not; None when σ < :data:`DOMINATING_MIN_SIGMA`.
+
+        Proof.  Let K(y, ·) = N_ℤ(y, τ²) for real y: P(z) ∝ e^{−(z−y)²/(2τ²)} on ℤ, with normalizer
+        Z_τ(y) = Σ_k e^{−(k−y)²/(2τ²)}, which is 1-periodic and, by Poisson summation, within
+        √(2π)τ·[1 − η, 1 + η], η = 2Σ_{k≥1} e^{−2π²τ²k²}.  Apply K to every coordinate of the
+        continuous release y = f + N(0, σ'²I) of an integer query f.  Since Z_τ(f + u) = Z_τ(u), the
+        output has the law ∝ ∫ φ_{σ'}(u) e^{−(w−u)²/(2τ²)}/Z_τ(u) du at w = z − f, and without the
+        factor 1/Z_τ that integral is ∝ e^{−w²/(2(σ'² + τ²))}: the discrete Gaussian of variance σ².
+        So the discrete release's probability of every outcome is within a factor e^{±dξ},
+        ξ = log((1 + η)/(1 − η)), of a post-processing of the continuous Gaussian mechanism with σ'
+        and the same sensitivity; mixtures over Poisson subsamples keep the factor.  Every bound of
+        the continuous mechanism (the exact subsampled-Gaussian RDP, its PLD) therefore holds for the
+        discrete one up to ξ·d: with τ = 4, ξ < 3e-137, below 1e-120 for any d < 2⁵³, far under
+        double precision, so nothing is added.  At σ ≥ 10³ the noise is smaller by at most 8e-6.
+        (Without it, a Poisson-subsampled discrete Gaussian falls to the generic Zhu & Wang bound,
+        which asked σ 21× larger for DP-SGD at q = 0.05 and 5,268 steps.)
+        """
+        if self.sigma < DOMINATING_MIN_SIGMA:
+            return None
+        return Gaussian(math.sqrt(self.sigma**2 - DOMINATING_TAU**2), float(self.sensitivity))
 
 
 @dataclass(frozen=True)

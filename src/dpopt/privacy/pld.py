@@ -34,7 +34,9 @@ The gap between the two is the discretization error the user sees
 (:meth:`PLDAccountant.get_epsilon_bounds`).
 
 Mechanisms with an exact PLD here (``Gaussian``, ``Laplace``,
-``DiscreteLaplace``, ``DiscreteGaussian``, k-ary ``RandomizedResponse``, and
+``DiscreteLaplace``, ``DiscreteGaussian`` — the pair of one integer coordinate for σ < 10³, the
+dominating continuous Gaussian of :meth:`~dpopt.privacy.events.DiscreteGaussian.dominating_gaussian`
+(any dimension) above —, k-ary ``RandomizedResponse``, and
 pure ε-DP events ``PureDP``, ``Exponential``, ``VectorLaplace``, ``Snapping``
 through the randomized-response pair that dominates every ε-DP mechanism,
 Kairouz, Oh & Viswanath 2015) and their ``Subsampled`` versions:
@@ -289,7 +291,8 @@ def _family(event: ev.Event):
     if isinstance(event, ev.DiscreteLaplace):
         return _DiscreteLaplace(event.scale, event.sensitivity)
     if isinstance(event, ev.DiscreteGaussian):
-        return _DiscreteGaussian(event.sigma, event.sensitivity)
+        wide = event.dominating_gaussian()  # any dimension (its docstring); else one integer coordinate
+        return _DiscreteGaussian(event.sigma, event.sensitivity) if wide is None else _family(wide)
     if isinstance(event, ev.PureDP | ev.Exponential | ev.VectorLaplace | ev.Snapping):
         return _RandomizedResponse(event.epsilon)
     if isinstance(event, ev.RandomizedResponse):

@@ -132,7 +132,11 @@ def output_perturbation(model, *, epsilon: float | None = None, delta: float = 0
         x = mech.vector_laplace(sol.x, sensitivity=sensitivity, epsilon=epsilon, ledger=ledger, rng=rng)
         scale = sensitivity / epsilon
     else:
-        scale = calibrate_run(lambda s: ev.Gaussian(s, sensitivity), epsilon, delta, acc, start=sensitivity)
+        def charged(s: float) -> ev.Event:  # the event the release charges: calibrate that one
+            gaussian = ev.Gaussian(s, sensitivity)
+            return mech.secure_event(gaussian, sol.x.size)[0] if secure_noise else gaussian
+
+        scale = calibrate_run(charged, epsilon, delta, acc, start=sensitivity)
         x = mech.gaussian(sol.x, sensitivity=sensitivity, sigma=scale, ledger=ledger, rng=rng,
                           secure_noise=secure_noise)
     info = {"noise": noise, "sensitivity": sensitivity, "noise_scale": scale, "rows_projected": moved,
