@@ -617,7 +617,7 @@ def _subsampled_curve(event: ev.Subsampled, a: np.ndarray) -> np.ndarray:
         if eps is not None:
             bound = np.minimum(bound, pure_dp_rdp(amplify_pure(eps, event.rate), a))
         return _monotone_envelope(a, bound)
-    if isinstance(inner, ev.DiscreteGaussian):  # covered by a continuous Gaussian (DiscreteGaussian.dominating_gaussian)
+    if isinstance(inner, ev.DiscreteGaussian):  # covered by a continuous one (DiscreteGaussian.dominating_gaussian)
         inner = inner.dominating_gaussian() or inner
     if isinstance(inner, ev.Gaussian):
         return _subsampled_gaussian_rdp(event.rate, val.check_positive("noise_multiplier", inner.noise_multiplier), a)
