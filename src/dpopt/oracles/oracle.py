@@ -47,11 +47,13 @@ from .normalizer import Normalizer
 
 __all__ = ["PrivateOracle", "gaussian_sigma", "release_events", "step_event", "EAGER_ENTRIES"]
 
-#: A lazy oracle's line search evaluates every candidate in one pass (one
-#: :func:`~dpopt.privacy.mechanisms.above_threshold` call) when q·N × (number of candidates)
-#: is at most this many loss entries: below it, the per-candidate Python round trips of an
-#: :class:`~dpopt.privacy.mechanisms.AboveThresholdSession` cost more than the extra
-#: evaluations (DP-BLSGD, 200-row minibatches, 15 candidates: see
+#: A lazy oracle's line search asks one candidate per data pass, its noise drawn when asked,
+#: unless q·N × (number of candidates) is at most this many loss entries; then the noise of the
+#: whole ladder is drawn when the search opens (the stream of one
+#: :func:`~dpopt.privacy.mechanisms.above_threshold` call) and the candidates are evaluated in
+#: passes of 3, 6, 12, … (:data:`~dpopt.oracles.line_search.EAGER_FIRST_CHUNK`), still only up
+#: to the first above the threshold: on small minibatches the per-pass work costs more than a
+#: few extra candidates (DP-BLSGD, 200-row minibatches, 15 candidates: see
 #: ``benchmarks/bench_linesearch.py --sections floor``).  The choice depends on public
 #: quantities only; the event and the output distribution are the same either way.
 EAGER_ENTRIES = 4096
@@ -121,8 +123,8 @@ class PrivateOracle:
     noise, query, lazy:
         The line search's noise (``"laplace"``/``"gaussian"``), what its queries
         measure (``"objective"``/``"decrease"``, :meth:`~dpopt.oracles.Ray.of_model`)
-        and whether they are evaluated one at a time (a lazy oracle still asks all candidates
-        in one pass when q·N × candidates ≤ :data:`EAGER_ENTRIES`).
+        and whether they are evaluated one at a time (a lazy oracle asks a few per pass, with
+        the noise of all drawn first, when q·N × candidates ≤ :data:`EAGER_ENTRIES`).
     secure_noise:
         Release the gradient sums and compare the line searches' queries on a power-of-two
         grid with exact discrete Gaussian (gradients) and discrete Laplace/Gaussian (line
@@ -266,8 +268,8 @@ class PrivateOracle:
         """
         ray = self.ray(w, g, self.batch(w))
         event = None if math.isinf(budget) else self._event("line_search", budget)[0]
-        # A lazy oracle asks one candidate at a time unless the whole ladder is cheaper than the
-        # per-candidate round trips (public q·N and k only; same event, same output distribution).
+        # A lazy oracle asks one candidate per pass unless a few per pass are cheaper than the
+        # per-pass round trips (public q·N and k only; same event, same output distribution).
         lazy = self.lazy and self.weight * steps.shape[-1] > EAGER_ENTRIES
         index = above_threshold_search(ray, steps, alpha=alpha, budget=budget, noise=self.noise,
                                        ledger=self.ledger, rng=self.rng, sampler=self.sampler,
