@@ -55,12 +55,14 @@ d coefficients including the intercept, ε the budget of one binary problem):
     ε = 5: 0.812 against 0.787; full Adult at ε = 5: 0.844 against 0.821 and
     diffprivlib's 0.842) and 2–4× cheaper than DP-BLSGD there.
 
-  The table over 5 seeds (``bench_defaults.py``; auto δ = 1e-5 / diffprivlib /
-  majority): breast cancer 0.608/0.522/0.608, 0.608/0.588, 0.751/0.623,
-  0.880/0.771, 0.897/0.848 at ε = 0.1, 0.5, 1, 2, 5; Adult 1k 0.764 (×3),
-  0.786, 0.812 against diffprivlib's 0.628–0.753; Adult 5k 0.764,
-  0.803, 0.822, 0.829, 0.835 against 0.646–0.815; full Adult 0.817, 0.837,
-  0.840, 0.842, 0.844 against 0.696, 0.758, 0.773, 0.827, 0.842.
+  The table over 5 seeds (``bench_defaults.py --methods auto-delta``, rerun with
+  these thresholds; auto δ = 1e-5 / diffprivlib, majority 0.608 on breast cancer
+  and 0.764 on Adult): breast cancer 0.608/0.522, 0.608/0.588, 0.719/0.623,
+  0.891/0.771, 0.923/0.848 at ε = 0.1, 0.5, 1, 2, 5 (at ε = 1 auto's std is
+  0.113, diffprivlib's 0.202); Adult 1k 0.764, 0.764, 0.771, 0.786, 0.818
+  against diffprivlib's 0.628–0.753; Adult 5k 0.764, 0.801, 0.822, 0.830, 0.836
+  against 0.646–0.815; full Adult 0.818, 0.836, 0.839, 0.841, 0.844 against
+  0.696, 0.758, 0.773, 0.827, 0.842.
 
   The count's noise flips the choice only near a threshold, where both
   choices scored alike (at Adult 5k, ε = 0.1, r = 4.63, the flip needs
