@@ -246,8 +246,16 @@ def above_threshold_search(ray: Ray, steps: np.ndarray, *, alpha: float, budget:
         secure_noise=secure_noise, queries=None if lazy else k,
     )
     queries = _chunked_queries(ray, steps, alpha)
-    index = np.full(ray.batch_shape, -1)
     start, chunk = 0, LAZY_CHUNK if lazy else EAGER_FIRST_CHUNK
+    if not ray.batch_shape:  # one search: the index in Python
+        while start < k:
+            stop = min(start + chunk, k)
+            found = int(session.ask_block(queries(start, stop)))
+            if found >= 0:
+                return np.array(start + found)
+            start, chunk = stop, chunk if lazy else 2 * chunk
+        return np.array(-1)
+    index = np.full(ray.batch_shape, -1)
     while start < k:
         stop = min(start + chunk, k)
         found = session.ask_block(queries(start, stop))

@@ -439,7 +439,7 @@ class AboveThresholdSession:
         self.batch_shape = (batch_shape,) if isinstance(batch_shape, int) else tuple(batch_shape)
         self._threshold = self._run.threshold(threshold, self.batch_shape)
         self._noise = None if queries is None else self._run.noise(self.batch_shape + (int(queries),))
-        self.active = np.ones(self.batch_shape, dtype=bool)
+        self.active = np.ones(self.batch_shape, dtype=bool) if self.batch_shape else np.array(True)
         self.asked = 0
 
     def _noisy(self, values: np.ndarray) -> np.ndarray:
