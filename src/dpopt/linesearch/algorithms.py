@@ -248,7 +248,11 @@ class LineSearchHyper:
         plan and every budget check use the discrete events charged: Poisson-subsampled
         ``DiscreteGaussian`` (bounded by Zhu & Wang's Lemma 4, looser than the exact subsampled
         Gaussian, so ε_iter comes out smaller) and ``DiscreteAboveThreshold`` (eqs. (4)–(5) in
-        grid units, :func:`dpopt.privacy.rdp.above_threshold_rdp`).
+        grid units, :func:`dpopt.privacy.rdp.above_threshold_rdp`).  Measured on Adult
+        (ε = 0.4, δ = 1e-8, q = 0.02, ``benchmarks/bench_linesearch_secure.py``): DP-BLSGD's
+        σ/C_grad grows from 5.7 to 21.9 with the Laplace search (from 21.9 to 272, the full-batch
+        value, with the Gaussian one), and CPU time per iteration from about 1.6 to 4.6 ms;
+        DP-BLGD (full batch, no amplification) keeps its budgets.
     """
 
     rate: float = 0.02
