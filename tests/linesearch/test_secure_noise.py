@@ -7,6 +7,7 @@ from dpopt.linesearch.algorithms import METHODS, dp_blsgd
 from dpopt.linesearch.model import LinearModel
 from dpopt.linesearch.plan import RESERVE
 from dpopt.oracles import step_event
+from dpopt.privacy import Ledger
 from dpopt.privacy import events as ev
 from dpopt.privacy import mechanisms as mech
 from dpopt.privacy.rdp import rdp_budget_per_order, rdp_curve
@@ -83,3 +84,17 @@ def test_secure_runs_converge_like_float_runs_and_cost_a_little_budget():
     # Gaussian), so the secure plan's ε_iter is a little smaller
     eps_iter = {s: rs[0].info["eps_iter"] for s, rs in runs.items()}
     assert 0.8 * eps_iter[False] < eps_iter[True] < eps_iter[False]
+
+
+def test_a_secure_run_stops_before_a_release_the_exact_samplers_cannot_draw():
+    # budgets so small that the noise would exceed SECURE_MAX_SCALE grid steps: nothing is released
+    res = dp_blsgd(make_model(), epsilon=EPSILON, delta=DELTA, rng=0, rho_grad=1e-40, budget_bt=1e-3,
+                   secure_noise=True)
+    assert res.info["stop"] == "noise" and res.info["iterations"] == 0 and res.events == []
+    float_res = dp_blsgd(make_model(), epsilon=EPSILON, delta=DELTA, rng=0, rho_grad=1e-40, budget_bt=1e-3)
+    assert float_res.info["stop"] == "planned"  # float noise of any size is drawn
+    ledger = Ledger(1.0, 1e-6, "rdp")
+    with pytest.raises(ValueError, match="too large for an exact secure release") as refused:
+        mech.gaussian(np.zeros(3), sensitivity=1.0, noise_multiplier=1e20, ledger=ledger,
+                      rng=np.random.default_rng(0), secure_noise=True)
+    assert "\n" not in str(refused.value) and ledger.events == []

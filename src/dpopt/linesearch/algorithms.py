@@ -36,7 +36,10 @@ so a loop that ran until the budget was spent made 1,450–3,124 iterations at
    steps Ω chosen since the last reset (§4.2);
 6. after an iteration with a failed search, the budgets in force are scaled
    down (as ε_iter) if the iterations still planned would no longer fit what
-   is left (:func:`~dpopt.linesearch.plan.fit_remaining`).
+   is left (:func:`~dpopt.linesearch.plan.fit_remaining`).  With
+   ``secure_noise`` the run also stops (``info["stop"] == "noise"``) if they
+   shrank so far that a release would need more noise than the exact samplers
+   draw (:data:`dpopt.privacy.mechanisms.SECURE_MAX_SCALE` grid steps).
 
 Defaults beyond §5.4 (documented on :class:`LineSearchHyper`, measured on
 Adult with rows ‖x‖₂ ≤ 1).  §5.4's C_grad = 3 and an η₀ of 2 suit the paper's
@@ -405,6 +408,9 @@ def _descend(model, epsilon, delta, rng, hyper: LineSearchHyper, *, method: str,
         if not oracle.can_afford(planned_step):
             stop = "budget"
             break
+        if not oracle.releases_exactly(*planned_step.events):  # secure: budgets shrunk below any use
+            stop = "noise"
+            break
         charged_before = stats.gradients + stats.line_searches  # one event per release
         g = oracle.noisy_gradient(w, rho)
         stats.gradients += 1
@@ -437,7 +443,8 @@ def _descend(model, epsilon, delta, rng, hyper: LineSearchHyper, *, method: str,
                     stats.clip_history.append((t, oracle.c_grad, oracle.c_obj))
             else:  # DP-AGD (Lee & Kifer 2018): measure the extra budget ξρ and average it in
                 extra = hyper.xi * rho
-                if not oracle.can_afford(oracle.gradient_event(extra), *retry):
+                if not (oracle.can_afford(oracle.gradient_event(extra), *retry)
+                        and oracle.releases_exactly(oracle.gradient_event(extra))):
                     break
                 g2 = oracle.noisy_gradient(w, extra)
                 stats.gradients += 1

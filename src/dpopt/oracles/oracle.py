@@ -200,6 +200,11 @@ class PrivateOracle:
                                                      self.line_search_event(budget)))
         return event
 
+    def releases_exactly(self, *events: ev.Event) -> bool:
+        """Whether the secure samplers can draw the noise of every charged event (at most
+        :data:`~dpopt.privacy.mechanisms.SECURE_MAX_SCALE` grid steps); True without ``secure_noise``."""
+        return not self.secure_noise or all(mech.secure_scale(e) <= mech.SECURE_MAX_SCALE for e in events)
+
     def can_afford(self, *events: ev.Event) -> bool:
         """Whether the ledger can still pay for all ``events`` together."""
         event = events[0] if len(events) == 1 else ev.Composed(events)

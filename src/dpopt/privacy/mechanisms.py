@@ -54,6 +54,8 @@ __all__ = [
     "PrepaidGaussianRounds",
     "release",
     "secure_event",
+    "secure_scale",
+    "SECURE_MAX_SCALE",
     "check_ledger",
     "check_rng",
 ]
@@ -144,9 +146,33 @@ def secure_event(event: ev.Event, size: int) -> tuple[ev.Event, float]:
     return ev.DiscreteGaussian(event.noise_multiplier * sensitivity, sensitivity), grid
 
 
+#: The largest noise scale, in grid steps, a secure release draws (discrete Laplace scale, discrete
+#: Gaussian σ, or either scale of a ``DiscreteAboveThreshold``): its noisy integers then stay far
+#: below 2⁵³, where doubles hold every integer exactly (and int64 draws cannot overflow).
+SECURE_MAX_SCALE = 2.0**46
+
+
+def secure_scale(discrete: ev.Event) -> float:
+    """The largest noise scale, in grid steps, of a discrete event of :func:`secure_event` (wrappers looked through)."""
+    while isinstance(discrete, ev.Activated | ev.Subsampled):
+        discrete = discrete.event
+    names = ("scale", "sigma", "threshold_scale", "query_scale")
+    return max(float(getattr(discrete, name)) for name in names if hasattr(discrete, name))
+
+
+def _check_secure_scale(discrete: ev.Event) -> None:
+    scale = secure_scale(discrete)
+    if scale > SECURE_MAX_SCALE:
+        raise ValueError(
+            f"the noise is too large for an exact secure release ({scale:.3g} grid steps, at most 2^46): "
+            "the budget of this release is too small to be useful"
+        )
+
+
 def _secure_release(value: np.ndarray, event: ev.Event, ledger, sampler) -> np.ndarray:
     """g·(round(value/g) + exact discrete noise), charging the discrete event first (module docstring)."""
     discrete, grid = secure_event(event, value.size)
+    _check_secure_scale(discrete)
     snapped = secure.snap_to_grid(value, grid)  # validates the range before anything is charged
     _charge(discrete, ledger, sampler)
     if isinstance(discrete, ev.DiscreteLaplace):
@@ -363,6 +389,7 @@ class _Comparisons:
         self.grid = None
         if secure_noise:
             self.event, self.grid = secure_event(event, 1)
+            _check_secure_scale(self.event)
         _charge(self.event, ledger, sampler)
 
     def _units(self, values) -> np.ndarray:
