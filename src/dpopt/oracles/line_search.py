@@ -241,9 +241,11 @@ def above_threshold_search(ray: Ray, steps: np.ndarray, *, alpha: float, budget:
     # Not lazy: the noise of all k queries is drawn when the session opens (mech.above_threshold's
     # stream), and the queries are still evaluated only up to the first above the threshold, in
     # chunks of 3, 6, 12, … candidates (EAGER_FIRST_CHUNK; most searches stop within the first three).
+    # Secure noise is drawn for the whole ladder at once too (one call of the exact sampler instead
+    # of one per query; it comes from the OS CSPRNG, so no generator's stream is at stake).
     session = mech.AboveThresholdSession(
         event, ledger=ledger, rng=rng, batch_shape=ray.batch_shape, sampler=sampler,
-        secure_noise=secure_noise, queries=None if lazy else k,
+        secure_noise=secure_noise, queries=None if lazy and not secure_noise else k,
     )
     queries = _chunked_queries(ray, steps, alpha)
     start, chunk = 0, LAZY_CHUNK if lazy else EAGER_FIRST_CHUNK
