@@ -165,7 +165,7 @@ def test_approximate_choice_is_a_function_of_the_released_count_only(breast_canc
     seen = []
 
     def fixed(count):
-        def release(n_records, *, epsilon, ledger, rng):
+        def release(n_records, *, epsilon, ledger, rng, secure_noise=False):
             seen.append(n_records)
             return Normalizer(count, "noisy_count")
         return release

@@ -48,14 +48,15 @@ class FitBudget:
         """A child budget of (ε/parts, δ/parts) for one of ``parts`` sub-problems."""
         return self.ledger.child(equal_share(self.epsilon, parts), equal_share(self.delta, parts))
 
-    def release_count(self, n_records: int, share: float, rng) -> Normalizer:
+    def release_count(self, n_records: int, share: float, rng, secure_noise: bool = False) -> Normalizer:
         """Release the record count with ``share``·ε (Laplace, sensitivity 1) from this fit's budget.
 
         What :meth:`share` splits afterwards is the rest, (1 − ``share``)·ε at the same δ: the
         count is pure ε-DP, so the two compose to the fit's (ε, δ) by basic composition.
+        ``secure_noise``: exact discrete Laplace on a grid at the same ε.
         """
         spent = share * self.epsilon
-        count = laplace_count(n_records, epsilon=spent, ledger=self.ledger, rng=rng)
+        count = laplace_count(n_records, epsilon=spent, ledger=self.ledger, rng=rng, secure_noise=secure_noise)
         self.epsilon -= spent
         return count
 

@@ -374,7 +374,7 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
             self.count_ = {"count": float(params["n_public"]), "source": "declared", "epsilon": 0.0}
         else:
             share = budget.epsilon * COUNT_SHARE
-            released = budget.release_count(n_records, COUNT_SHARE, rng)
+            released = budget.release_count(n_records, COUNT_SHARE, rng, secure_noise=bool(self.secure_noise))
             self.count_ = {"count": released.count, "source": "laplace", "epsilon": share}
         return self.count_["count"]
 

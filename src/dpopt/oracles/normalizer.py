@@ -111,16 +111,17 @@ def public_normalizer(model, *, n_public=None, ledger: Ledger, rng, epsilon: flo
     return Normalizer(max(float(noisy), MIN_COUNT), "noisy_count")
 
 
-def laplace_count(n_records: int, *, epsilon: float, ledger: Ledger, rng) -> Normalizer:
+def laplace_count(n_records: int, *, epsilon: float, ledger: Ledger, rng, secure_noise: bool = False) -> Normalizer:
     """The record count released by the Laplace mechanism: n + Lap(1/ε), at least :data:`MIN_COUNT`.
 
     Sensitivity 1 under add/remove-one; charged to ``ledger`` as ``Laplace(1/ε, 1)`` before it
-    is drawn.  Pure ε-DP, so a caller can split an (ε_total, δ) budget into this ε and a run
+    is drawn (``secure_noise``: exact discrete Laplace on a grid at the same ε, charged as the
+    ``DiscreteLaplace``).  Pure ε-DP, so a caller can split an (ε_total, δ) budget into this ε and a run
     of (ε_total − ε, δ) by basic composition, whatever accountant the run uses.  Everything
     computed from the result (a choice of method, a default, a normalizer) is post-processing.
     """
     noisy = mech.laplace(float(check_int("n_records", n_records)), sensitivity=1.0, epsilon=epsilon,
-                         ledger=ledger, rng=rng)
+                         ledger=ledger, rng=rng, secure_noise=secure_noise)
     return Normalizer(max(float(noisy), MIN_COUNT), "noisy_count")
 
 
