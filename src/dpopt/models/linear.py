@@ -111,7 +111,7 @@ class LinearModel(PrivateModel):
         return self.objective.y
 
     def _row_blocks(self, indices, per_row=None):
-        """``(X_b, y_b, v_b)`` over the selected records, in cache-sized blocks (a list), with
+        """``(X_b, y_b, v_b)`` over the selected records, in cache-sized blocks, with
         ``v`` a per-record array (``per_row``; None: none gathered).
 
         A minibatch is gathered block by block (``take``) and every pass a
@@ -132,8 +132,15 @@ class LinearModel(PrivateModel):
         X, y, v = obj.X, obj.y, per_row
         if len(indices) <= _BLOCK_ROWS:  # one block (a minibatch of a few hundred rows)
             return [(X.take(indices, axis=0), y.take(indices), None if v is None else v.take(indices))]
-        return [(X.take(idx, axis=0), y.take(idx), None if v is None else v.take(idx))
-                for idx in (indices[start : start + _BLOCK_ROWS] for start in range(0, len(indices), _BLOCK_ROWS))]
+        return self._blocks(indices, v)
+
+    def _blocks(self, indices, v):
+        """:meth:`_row_blocks` of more than one block, gathered one at a time (a generator), so
+        each block's passes run while it is in cache."""
+        X, y = self.objective.X, self.objective.y
+        for start in range(0, len(indices), _BLOCK_ROWS):
+            idx = indices[start : start + _BLOCK_ROWS]
+            yield X.take(idx, axis=0), y.take(idx), None if v is None else v.take(idx)
 
     def _thresholds(self, clip: float) -> np.ndarray:
         """``C/‖x_i‖`` of every record (:func:`~dpopt.objectives.bounds.clip_thresholds`, per
