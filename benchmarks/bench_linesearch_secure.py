@@ -5,12 +5,11 @@ On the embedded UCI Adult (rows ‖x‖₂ ≤ 1, logistic loss, μ = 1e-3, ε =
 line-search noise, float against secure, the median over ``--seeds`` seeds of:
 CPU seconds per iteration, the calibrated ε_iter and gradient noise
 multiplier σ/C_grad = 1/√(2ρ_grad), the line-search failures and the test
-accuracy.  A secure run is planned against the discrete events it charges;
-the Poisson-subsampled discrete Gaussian is bounded by Zhu & Wang's Lemma 4
-(chen2020 Lemma 4), looser than the exact subsampled Gaussian of the float
-run, so ε_iter is smaller and σ larger.  ``fit at float σ`` is the other
-reading of that cost: how many iterations (of the planned T) the secure
-accounting affords at the float run's budgets.
+accuracy.  A secure run is planned against the discrete events it charges
+(the Poisson-subsampled discrete Gaussian is accounted as the continuous
+Gaussian that covers it, ``DiscreteGaussian.dominating_gaussian``).
+``fit at float σ`` reads any remaining accounting cost: how many iterations
+(of the planned T) the secure accounting affords at the float run's budgets.
 
 Usage: ``python benchmarks/bench_linesearch_secure.py [--epsilon E] [--seeds K]
 [--methods dp-blsgd ...] [--noises laplace gaussian] [--rows N]``.

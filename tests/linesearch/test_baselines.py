@@ -398,3 +398,11 @@ def test_secure_noise_releases_exact_discrete_noise_within_the_budget(logistic):
     assert np.all(out.x / grid == np.rint(out.x / grid))  # the release lies on the grid
     with pytest.raises(ValueError, match="secure_noise"):
         B.output_perturbation(logistic, epsilon=1.0, delta=0.0, rng=0, noise="laplace", secure_noise=True)
+
+
+def test_secure_dp_sgd_releases_its_record_count_exactly_too(logistic):
+    undeclared = LinearModel("logistic", logistic.X, logistic.y, l2=1e-2)  # no n_public: a noisy count first
+    res = B.dp_sgd(undeclared, epsilon=1.0, delta=DELTA, rng=0, steps=4, rate=0.2, secure_noise=True)
+    assert isinstance(res.events[0], ev.DiscreteGaussian)  # the count, on a grid with exact noise
+    assert all(isinstance(e.event, ev.DiscreteGaussian) for e in res.events[1:]) and len(res.events) == 5
+    assert res.privacy.epsilon <= 1.0

@@ -182,7 +182,7 @@ def dp_sgd(model, *, epsilon: float | None = None, delta: float | None = None, r
     ledger, epsilon, delta = run_ledger(ledger, epsilon, delta, accountant=acc)
     rng = as_generator(rng)
     normalizer = public_normalizer(model, n_public=h.n_public, ledger=ledger, rng=rng,
-                                   epsilon=epsilon, delta=delta)
+                                   epsilon=epsilon, delta=delta, secure_noise=secure_noise)
     data_norm = h.data_norm if h.data_norm is not None else (model.data_norm or 1.0)
     lr = h.lr if h.lr is not None else default_step(model, data_norm)
     c_grad = h.c_grad if h.c_grad is not None else default_gradient_clip(model)
