@@ -243,7 +243,7 @@ BAD_INPUT = {
     "method needs delta": ([*FIT, "--epsilon", "1", "--method", "dp-blsgd"], "give --delta > 0"),
     "unknown method": ([*FIT, "--epsilon", "1", "--method", "newton"], "unknown --method 'newton'"),
     "secure noise refused": (
-        [*FIT, "--epsilon", "1", "--delta", "1e-6", "--method", "dp-agd", "--secure-noise", "--classes", "high,low"],
+        [*FIT, "--epsilon", "1", "--method", "objpert", "--secure-noise", "--classes", "high,low"],
         "secure_noise=True is available for the methods",
     ),
     "one class": (

@@ -153,9 +153,25 @@ def test_accountant_and_secure_noise_reach_the_family(data):
     assert isinstance(secure.privacy_events_[-1].event, ev.DiscreteGaussian)
     assert secure.privacy_spent_["epsilon"] <= 1.0
     with pytest.raises(ValueError, match="secure_noise") as refused:
-        DPLogisticRegression(epsilon=1.0, delta=1e-6, method="dp-agd", data_norm=np.sqrt(D),
-                             secure_noise=True).fit(Xtr, ytr)
+        DPLogisticRegression(epsilon=1.0, method="objpert", data_norm=np.sqrt(D), secure_noise=True).fit(Xtr, ytr)
     assert "\n" not in str(refused.value)
+
+
+def test_secure_noise_on_dp_agd_majority_and_auto(data):
+    Xtr, Xte, ytr, yte = data
+    agd = DPLogisticRegression(epsilon=1.0, delta=1e-6, method="dp-agd", data_norm=np.sqrt(D), random_state=0,
+                               secure_noise=True).fit(Xtr, ytr)
+    kinds = {type(e.event if isinstance(e, ev.Subsampled) else e) for e in agd.privacy_events_}
+    assert ev.DiscreteGaussian in kinds and ev.Exponential in kinds and ev.Gaussian not in kinds
+    assert agd.privacy_spent_["epsilon"] <= 1.0 and agd.score(Xte, yte) > 0.6
+    majority = DPLogisticRegression(epsilon=0.5, method="majority", data_norm=np.sqrt(D), random_state=0,
+                                    secure_noise=True).fit(Xtr, ytr)
+    assert majority.privacy_spent_["epsilon"] <= 0.5
+    # auto at delta = 0 would fit objective perturbation: refused in one line before anything is spent
+    ledger = Ledger(2.0)
+    with pytest.raises(ValueError, match="needs delta > 0") as refused:
+        DPLogisticRegression(epsilon=1.0, data_norm=np.sqrt(D), secure_noise=True, ledger=ledger).fit(Xtr, ytr)
+    assert "\n" not in str(refused.value) and ledger.events == []
 
 
 def count_secure_draws(monkeypatch) -> dict:

@@ -90,9 +90,11 @@ CALIBRATED = ("dp-sgd", "outpert")
 BACKTRACKING = ("dp-blsgd", "dp-blgd", "dp-blsgd-ac")
 
 #: Methods whose noisy releases can go through the exact discrete samplers (``secure_noise=True``):
-#: the calibrated ones, kuru2022's pure Laplace methods (a discrete Laplace at the same ε) and
-#: chen2020's line-search methods (discrete Gaussian gradients, discrete sparse-vector line searches).
-SECURE = CALIBRATED + ACCELERATED + BACKTRACKING
+#: the calibrated ones, kuru2022's pure Laplace methods (a discrete Laplace at the same ε),
+#: chen2020's line-search methods (discrete Gaussian gradients, discrete sparse-vector line searches),
+#: DP-AGD (discrete Gaussian gradients, exact NoisyMin) and the private majority (exact exponential
+#: mechanism).  Objective perturbation's proof needs a continuous noise density, so it refuses.
+SECURE = CALIBRATED + ACCELERATED + BACKTRACKING + ("dp-agd",) + CONSTANT
 
 
 def check_secure_noise(method: str) -> bool:

@@ -69,8 +69,10 @@ from ._dispatch import (
     METHODS,
     REGULARIZATION_MAX,
     ROW_BOUND_RANGE,
+    SECURE,
     check_epsilon,
     check_in,
+    check_secure_noise,
     fit_linear,
     needs_delta,
     notion_of,
@@ -196,6 +198,15 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         method = self._resolved_method()
         if method != "auto" and needs_delta(method) and delta == 0.0:
             raise ValueError(f"method {method!r} gives (epsilon, delta)-DP: set delta > 0 (e.g. 1e-6)")
+        if self.secure_noise:
+            if method == "auto" and delta == 0.0:
+                raise ValueError(
+                    "secure_noise=True with method='auto' needs delta > 0: at delta = 0 auto fits objective "
+                    "perturbation, whose proof needs a continuous noise density; set delta > 0 or name a method "
+                    f"of {list(SECURE)}"
+                )
+            if method != "auto":
+                check_secure_noise(method)
         return method, epsilon, delta
 
     def _box(self, d: int):
@@ -537,7 +548,10 @@ class DPLogisticRegression(_DPLinearClassifier):
         ``dp-blsgd-ac`` on grid-rounded queries with exact discrete noise, and
         the accelerated methods' gradients with exact discrete Laplace noise
         at the same ε, so their low-order bits say nothing about the data
-        (Mironov 2012); the other methods refuse it.
+        (Mironov 2012); ``dp-agd`` releases discrete Gaussian gradients and exact
+        NoisyMin choices, the private majority the exact exponential mechanism.
+        ``objpert`` refuses it (its proof needs a continuous noise density), and so
+        does ``method="auto"`` at ``delta=0``, where auto fits ``objpert``.
 
     Attributes
     ----------

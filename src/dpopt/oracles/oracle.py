@@ -242,6 +242,11 @@ class PrivateOracle:
         return mech.release(value, event, ledger=self.ledger, rng=self.rng, sampler=self.sampler,
                             secure_noise=self.secure_noise)
 
+    def noisy_gradient_sum(self, w, rho: float) -> np.ndarray:
+        """:meth:`noisy_sum` of the Gaussian gradient with budget ρ (σ = C_grad/√(2ρ)); charged as
+        :meth:`gradient_event` says (the discrete event with ``secure_noise``)."""
+        return self.noisy_sum(w, self._event("gradient", rho)[0])
+
     def gradient(self, w, event: ev.Event, *, mean: bool = False) -> np.ndarray:
         """The noisy mean gradient plus ∇r(w): :meth:`noisy_sum` normalized by q·N (or m)."""
         noisy = self.noisy_sum(w, event, mean=mean)
@@ -290,11 +295,12 @@ class PrivateOracle:
         """NoisyMax: the index of a step in ``steps``, P ∝ exp(−ε·f(w − η d)/(2 C_obj)) (ε-DP).
 
         f is the clipped loss on a fresh batch (:meth:`ray`), sensitivity C_obj;
-        Lee & Kifer 2018's NoisyMin through the exponential mechanism.
+        Lee & Kifer 2018's NoisyMin through the exponential mechanism (the exact one with
+        ``secure_noise``: same ε, scores rounded to a grid).
         """
         scores = self.ray(w, direction, self.batch(w)).at(steps)
-        return int(mech.exponential(-scores, epsilon=epsilon, sensitivity=self.c_obj,
-                                    ledger=self.ledger, rng=self.rng, sampler=self.sampler))
+        return int(mech.exponential(-scores, epsilon=epsilon, sensitivity=self.c_obj, ledger=self.ledger,
+                                    rng=self.rng, sampler=self.sampler, secure_noise=self.secure_noise))
 
     def shrink_clipping(self, zeta: float) -> None:
         """C_grad ← (1 − ζ)C_grad and C_obj ← (1 − ζ)C_obj (eq. (9), DP-BLSGD-AC)."""

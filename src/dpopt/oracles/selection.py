@@ -19,11 +19,12 @@ __all__ = ["LABELS", "majority_label"]
 LABELS = (-1.0, 1.0)
 
 
-def majority_label(model, *, epsilon: float, ledger, rng, labels=LABELS) -> float:
+def majority_label(model, *, epsilon: float, ledger, rng, labels=LABELS, secure_noise: bool = False) -> float:
     """The label of ``labels`` chosen with P ∝ exp(ε·count/2) (ε-DP; charged to ``ledger``).
 
     ``model`` holds the labels as ``model.y`` (e.g. :class:`~dpopt.models.LinearModel`);
-    every record's label must be one of ``labels``.
+    every record's label must be one of ``labels``.  ``secure_noise``: the exact exponential
+    mechanism (:func:`dpopt.privacy.mechanisms.exponential`).
     """
     y = getattr(model, "y", None)
     if y is None:
@@ -32,5 +33,6 @@ def majority_label(model, *, epsilon: float, ledger, rng, labels=LABELS) -> floa
     if counts.sum() != y.shape[0]:
         allowed = ", ".join(f"{label:+g}" for label in labels)
         raise ValueError(f"majority needs labels in {{{allowed}}}")
-    index = int(mech.exponential(counts, epsilon=epsilon, sensitivity=1.0, ledger=ledger, rng=rng))
+    index = int(mech.exponential(counts, epsilon=epsilon, sensitivity=1.0, ledger=ledger, rng=rng,
+                                 secure_noise=secure_noise))
     return labels[index]

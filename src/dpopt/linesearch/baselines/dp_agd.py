@@ -160,7 +160,7 @@ def _direction(oracle: PrivateOracle, noisy_sum: np.ndarray, w: np.ndarray) -> n
 
 
 def dp_agd(model, *, epsilon: float | None = None, delta: float | None = None, rng=None,
-           ledger=None, **hyper) -> DPResult:
+           ledger=None, secure_noise: bool = False, **hyper) -> DPResult:
     """DP-AGD: zCDP gradient descent with NoisyMin step selection and adaptive budget (Lee & Kifer 2018).
 
     ``model`` is a :class:`~dpopt.models.PrivateModel` (full batch, no
@@ -170,7 +170,10 @@ def dp_agd(model, *, epsilon: float | None = None, delta: float | None = None, r
     zCDP ledger.  Hyper-parameters: the fields of :class:`DPAGDHyper`.
     Returns the last iterate (``method="dp-agd"``); ``info`` holds ρ, the
     final budgets, the chosen steps, the number of budget increases and the
-    normalizer.
+    normalizer.  ``secure_noise=True``: every gradient sum (and the record count) is released
+    on a grid with exact discrete Gaussian noise, charged as the ``DiscreteGaussian`` it is (the
+    same ρ = Δ²/(2σ²) under zCDP, Canonne, Kamath & Steinke 2020), and every NoisyMin by the
+    exact exponential mechanism at the same ε.
     """
     model = check_model(model)
     if ledger is None:
@@ -179,7 +182,7 @@ def dp_agd(model, *, epsilon: float | None = None, delta: float | None = None, r
     ledger, epsilon, delta = run_ledger(ledger, epsilon, delta, accountant="zcdp")
     rng = as_generator(rng)
     normalizer = public_normalizer(model, n_public=h.n_public, ledger=ledger, rng=rng,
-                                   epsilon=epsilon, delta=delta)
+                                   epsilon=epsilon, delta=delta, secure_noise=secure_noise)
     rho_total = rho_from_epsilon_delta(epsilon, delta)
     rho_nmax, rho_ng = initial_budgets(epsilon, delta, h)
     rho_ng0 = rho_ng
@@ -187,7 +190,7 @@ def dp_agd(model, *, epsilon: float | None = None, delta: float | None = None, r
     noisy_max_event = ev.Exponential(eps_nmax)
     c_grad = h.c_grad if h.c_grad is not None else default_gradient_clip(model)
     oracle = PrivateOracle(model, ledger=ledger, rng=rng, normalizer=normalizer, c_grad=c_grad,
-                           c_obj=h.c_obj, query=h.query)
+                           c_obj=h.c_obj, query=h.query, secure_noise=secure_noise)
 
     w = start_point(model, h.w0)
     max_step, recent, chosen = h.max_step, [], []
@@ -197,7 +200,7 @@ def dp_agd(model, *, epsilon: float | None = None, delta: float | None = None, r
         if not oracle.can_afford(oracle.gradient_event(rho_ng), noisy_max_event):
             stop = "budget"
             break
-        noisy = oracle.noisy_sum(w, oracle.gradient_event(rho_ng))
+        noisy = oracle.noisy_gradient_sum(w, rho_ng)
         direction = _direction(oracle, noisy, w)
         grid = step_grid(max_step, h.n_candidates)
         while True:
@@ -212,7 +215,7 @@ def dp_agd(model, *, epsilon: float | None = None, delta: float | None = None, r
             if not oracle.can_afford(oracle.gradient_event(extra), noisy_max_event):
                 stop = "budget"
                 break
-            fresh = oracle.noisy_sum(w, oracle.gradient_event(extra))
+            fresh = oracle.noisy_gradient_sum(w, extra)
             noisy = gradient_average(noisy, rho_ng, fresh, extra)
             rho_ng += extra
             increases += 1

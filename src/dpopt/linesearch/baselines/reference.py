@@ -59,7 +59,7 @@ def non_private(model, *, epsilon: float | None = None, delta: float | None = No
 
 
 def majority(model, *, epsilon: float | None = None, delta: float = 0.0, rng=None, ledger=None,
-             **hyper) -> DPResult:
+             secure_noise: bool = False, **hyper) -> DPResult:
     """MAJORITY: one label for every record, chosen by the ε-DP exponential mechanism on the counts.
 
     ``model`` is a :class:`~dpopt.models.LinearModel` with ±1 labels.  Pure
@@ -67,7 +67,8 @@ def majority(model, *, epsilon: float | None = None, delta: float = 0.0, rng=Non
     (:func:`dpopt.oracles.majority_label`).  The result's ``x`` is the zero
     vector (a constant predictor is not a linear one) and
     ``info["constant_label"]`` the chosen label, which
-    :func:`dpopt.models.predict` uses; ``fun`` is NaN.
+    :func:`dpopt.models.predict` uses; ``fun`` is NaN.  ``secure_noise=True``: the label is
+    drawn by the exact exponential mechanism.
     """
     if not isinstance(model, LinearModel):
         raise TypeError(f"majority needs a dpopt.models.LinearModel, got {type(model).__name__}")
@@ -81,7 +82,7 @@ def majority(model, *, epsilon: float | None = None, delta: float = 0.0, rng=Non
         relation = ledger.relation if ledger.relation in ("add_remove", "replace_one") else "add_remove"
         ledger, epsilon, _ = run_ledger(ledger, epsilon, None, accountant="pure", relation=relation)
     rng = as_generator(rng)
-    label = majority_label(model, epsilon=epsilon, ledger=ledger, rng=rng, labels=LABELS)
+    label = majority_label(model, epsilon=epsilon, ledger=ledger, rng=rng, labels=LABELS, secure_noise=secure_noise)
     return DPResult.from_ledger(
         ledger, x=np.zeros(model.dim), fun=math.nan, method="majority", nit=0,
         info={"constant_label": label}, guarantee="exact",
