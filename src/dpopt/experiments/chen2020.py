@@ -186,11 +186,11 @@ class Config:
 #: The full experiment, sized to finish within 20 minutes on 2 cores (measured: 945 s with jobs=2 on
 #: the shared 2-core machine; per fit on Adult, two fits in parallel: DP-AGD 21 s, DP-BLSGD 14 s,
 #: DP-BLSGD-AC 10 s, DP-BLGD 4 s, the rest < 1.5 s — before DP-BLSGD's plan of issue 16, after which
-#: a DP-BLSGD fit on Adult takes about 0.3 CPU-s, benchmarks/bench_linesearch.py): Adult and KEEL
+#: a DP-BLSGD fit on Adult takes about 0.2 CPU-s, benchmarks/bench_linesearch.py): Adult and KEEL
 #: magic, 2 of the 10 folds × 1 run per cell, and Fig. 1 with every other value, one fold, one run.
 FULL = Config(datasets=("adult", "keel:magic"), eval_folds=2, runs=1, study_folds=1, study_runs=1,
               study_values=2)
-#: CI-sized (26 CPU-s with --jobs 1, measured by benchmarks/bench_linesearch.py --reproduce; 47 CPU-s
+#: CI-sized (25 CPU-s with --jobs 1, measured by benchmarks/bench_linesearch.py --reproduce; 47 CPU-s
 #: before DP-BLSGD's planned iterations): Adult subsampled to 2000 rows, two ε, 2 of 10 folds, one run,
 #: and a thin Fig. 1 study at one ε.
 QUICK = Config(
