@@ -48,7 +48,7 @@ def test_wide_discrete_gaussian_is_accounted_as_the_continuous_one_at_sigma_prim
     cover = event.dominating_gaussian()
     assert cover.sensitivity == 4194307 and cover.sigma == pytest.approx(math.sqrt(event.sigma**2 - 16.0), rel=1e-15)
     assert cover.sigma < event.sigma
-    assert ev.DiscreteGaussian(sigma=999.0, sensitivity=1).dominating_gaussian() is None
+    assert ev.DiscreteGaussian(sigma=4.0, sensitivity=1).dominating_gaussian() is None  # σ ≤ τ: none
     step = ev.Subsampled(event, 0.05, "poisson")
     continuous = ev.Subsampled(cover, 0.05, "poisson")
     orders = np.array([2.0, 8.0, 32.0, 128.0])

@@ -66,3 +66,12 @@ def test_secure_block_refusals():
     with pytest.raises(TypeError, match="wrap a Gaussian"):
         PrepaidGaussianRounds(ev.Activated(ev.Laplace(1.0), 0.5), rounds=1, first_round=1,
                               ledger=Ledger(5.0, 1e-5, "rdp"), rng=np.random.default_rng(0), secure_noise=True, size=2)
+
+
+def test_secure_prepaid_block_refuses_noise_beyond_the_exact_range_before_charging():
+    ledger = Ledger(1e6, 0.5, "rdp")
+    huge = ev.Gaussian(sigma=1e12, sensitivity=1.0)  # ~1e12·2^20·√d grid steps: past 2^46
+    with pytest.raises(ValueError, match="too large for an exact secure release"):
+        PrepaidGaussianRounds(huge, rounds=2, first_round=0, ledger=ledger, rng=np.random.default_rng(0),
+                              secure_noise=True, size=4)
+    assert ledger.events == []

@@ -129,7 +129,7 @@ class PrivateOracle:
         Release the gradient sums and compare the line searches' queries on a power-of-two
         grid with exact discrete Gaussian (gradients) and discrete Laplace/Gaussian (line
         searches) noise from the OS CSPRNG, charging the discrete events
-        (:func:`release_events`); :meth:`select_step` is not covered.
+        (:func:`release_events`); :meth:`select_step` draws by the exact exponential mechanism.
     """
 
     def __init__(self, model: PrivateModel, *, ledger: Ledger, rng: np.random.Generator,

@@ -173,7 +173,7 @@ def _secure_release(value: np.ndarray, event: ev.Event, ledger, sampler) -> np.n
     """g·(round(value/g) + exact discrete noise), charging the discrete event first (module docstring)."""
     discrete, grid = secure_event(event, value.size)
     _check_secure_scale(discrete)
-    snapped = secure.snap_to_grid(value, grid)  # validates the range before anything is charged
+    snapped = secure.snap_to_grid(value, grid)  # clamps, never refuses (an error would depend on the data)
     _charge(discrete, ledger, sampler)
     if isinstance(discrete, ev.DiscreteLaplace):
         noise = secure.discrete_laplace_array(discrete.scale, value.shape)
@@ -332,19 +332,21 @@ def exponential(
     return np.argmax(logits + rng.gumbel(size=scores.shape), axis=-1)
 
 
+#: |score|/g of the exact exponential mechanism is clamped here (gaps stay below 2⁶¹, in int64)
+_SCORE_UNITS = 2.0**60
+
+
 def secure_exponential_scores(scores, sensitivity: float) -> tuple[np.ndarray, int]:
     """(gaps, Δ̃) of the exact exponential mechanism: max − round(u/g) per row as int64, and ⌊Δu/g⌋ + 1.
 
     g = :func:`~dpopt.privacy.secure.grid_for` (Δu, 1), a power of two, so u/g is exact;
     rounding moves each score by ≤ ½, so the integer scores have sensitivity
-    ⌊Δu/g⌋ + 1 (:func:`~dpopt.privacy.secure.l1_grid_sensitivity` of one coordinate).
+    ⌊Δu/g⌋ + 1 (:func:`~dpopt.privacy.secure.l1_grid_sensitivity` of one coordinate).  Scores
+    beyond 2⁶⁰ grid steps are clamped (1-Lipschitz: the sensitivity holds), never refused: an
+    error that depends on the scores would tell neighbours apart.
     """
     grid = secure.grid_for(sensitivity, 1)
-    scaled = np.asarray(scores, dtype=float) / grid
-    if not np.all(np.abs(scaled) < 2.0**61):
-        raise ValueError(
-            f"scores are too large for the secure exponential grid g={grid:g} (|score|/g must stay below 2^61)"
-        )
+    scaled = np.clip(np.asarray(scores, dtype=float) / grid, -_SCORE_UNITS, _SCORE_UNITS)
     integer = np.rint(scaled).astype(np.int64)
     return integer.max(axis=-1, keepdims=True) - integer, secure.l1_grid_sensitivity(sensitivity, grid, 1)
 
@@ -569,6 +571,7 @@ class PrepaidGaussianRounds:
                 raise ValueError("secure_noise=True needs size, the number of values one release holds")
             self.size = check_int("size", size)
             round_event, self.grid = secure_event(round_event, self.size)
+            _check_secure_scale(round_event)  # public numbers only; before the block is charged
             self.sigma = _inner_gaussian(round_event, ev.DiscreteGaussian).sigma
         self.event = round_event if self.rounds == 1 else ev.SelfComposed(round_event, self.rounds)
         check_ledger(ledger).charge(self.event)

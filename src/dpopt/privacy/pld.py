@@ -34,9 +34,9 @@ The gap between the two is the discretization error the user sees
 (:meth:`PLDAccountant.get_epsilon_bounds`).
 
 Mechanisms with an exact PLD here (``Gaussian``, ``Laplace``,
-``DiscreteLaplace``, ``DiscreteGaussian`` — the pair of one integer coordinate for σ < 10³, the
-dominating continuous Gaussian of :meth:`~dpopt.privacy.events.DiscreteGaussian.dominating_gaussian`
-(any dimension) above —, k-ary ``RandomizedResponse``, and
+``DiscreteLaplace``, ``DiscreteGaussian`` — through the continuous Gaussian that covers it in any
+dimension, :meth:`~dpopt.privacy.events.DiscreteGaussian.dominating_gaussian` (σ > 4; at σ ≤ 4
+it goes to the RDP accountant) —, k-ary ``RandomizedResponse``, and
 pure ε-DP events ``PureDP``, ``Exponential``, ``VectorLaplace``, ``Snapping``
 through the randomized-response pair that dominates every ε-DP mechanism,
 Kairouz, Oh & Viswanath 2015) and their ``Subsampled`` versions:
@@ -83,15 +83,12 @@ __all__ = [
     "pld_pair",
     "DEFAULT_DISCRETIZATION",
     "DEFAULT_TAIL_MASS",
-    "DISCRETE_GAUSSIAN_MAX_SIGMA",
 ]
 
 #: Default grid spacing h of privacy losses (dp-accounting's default too).
 DEFAULT_DISCRETIZATION = 1e-4
 #: Mass cut from each tail after every convolution (and when a PLD is built).
 DEFAULT_TAIL_MASS = 1e-15
-#: Discrete Gaussians up to this σ have their pmf enumerated; wider ones use Euler–Maclaurin tails.
-DISCRETE_GAUSSIAN_MAX_SIGMA = 1e4
 
 #: The most grid points one PLD may have; a composition that needs more (privacy losses of
 #: hundreds of nats, e.g. noise multipliers near 0 during a calibration search) is accounted
@@ -177,69 +174,6 @@ class _DiscreteLaplace:
         return -self.delta / self.t, self.delta / self.t
 
 
-@functools.lru_cache(maxsize=32)
-def _discrete_gaussian_upper_tail(sigma: float) -> tuple[int, np.ndarray]:
-    """(K, T) with T[x + K] = P(X ≥ x) for x ∈ [−K, K + 1] of the discrete Gaussian (read-only)."""
-    k = int(math.ceil(40.0 * sigma)) + 2
-    x = np.arange(-k, k + 1, dtype=float)
-    w = np.exp(-x * x / (2.0 * sigma * sigma))
-    pmf = w / w.sum()  # mass beyond ±40σ is below e^{-800}: zero in double precision
-    tail = np.concatenate([np.cumsum(pmf[::-1])[::-1], [0.0]])
-    tail.setflags(write=False)
-    return k, tail
-
-
-def _discrete_gaussian_tail_wide(sigma: float, k: np.ndarray) -> np.ndarray:
-    """P(X ≥ k) of the discrete Gaussian for σ > :data:`DISCRETE_GAUSSIAN_MAX_SIGMA`, by Euler–Maclaurin.
-
-    With f(x) = e^{−x²/(2σ²)}: Σ_{x≥k} f(x) = σ√(2π)Φ̄(k/σ) + f(k)/2 − f′(k)/12 + f‴(k)/720 + R,
-    f′ = −(x/σ²)f, f‴ = (3x/σ⁴ − x³/σ⁶)f, and R = O(max|f⁽⁵⁾|) = O(f·σ⁻⁵), far below
-    double precision of the sum for σ > 10⁴; the normalizer Σ_ℤ f = σ√(2π)(1 + 2Σ_n e^{−2π²σ²n²}) is σ√(2π) in
-    double precision (Poisson summation).  For k ≤ 0, P(X ≥ k) = 1 − P(X ≥ 1 − k).
-    """
-    root = sigma * math.sqrt(2.0 * math.pi)
-
-    s2 = sigma * sigma
-
-    def upper(m):  # P(X ≥ m) for m ≥ 1
-        f = np.exp(-(m * m) / (2.0 * s2))
-        corrections = 0.5 + m / (12.0 * s2) + (3.0 * m / s2**2 - m**3 / s2**3) / 720.0
-        return special.ndtr(-m / sigma) + f * corrections / root
-
-    k = np.asarray(k, dtype=float)
-    return np.where(k >= 1, upper(np.maximum(k, 1.0)), 1.0 - upper(np.maximum(1.0 - k, 1.0)))
-
-
-@dataclass(frozen=True)
-class _DiscreteGaussian:
-    """P(x) ∝ e^{−x²/(2σ²)} on ℤ vs its shift by the integer Δ: R = (2xΔ − Δ²)/(2σ²).
-
-    R > u ⇔ x ≥ k = ⌊σ²u/Δ + Δ/2⌋ + 1; the tails are read from the enumerated pmf, or
-    for σ above :data:`DISCRETE_GAUSSIAN_MAX_SIGMA` from :func:`_discrete_gaussian_tail_wide`.
-    """
-
-    sigma: float
-    delta: int
-
-    def tails(self, u):
-        s2, d = self.sigma**2, self.delta
-        if self.sigma > DISCRETE_GAUSSIAN_MAX_SIGMA:
-            with np.errstate(over="ignore", invalid="ignore"):
-                k = np.floor(np.clip(s2 * u / d + d / 2, -1e300, 1e300)) + 1
-            return _discrete_gaussian_tail_wide(self.sigma, k), _discrete_gaussian_tail_wide(self.sigma, k - d)
-        k_max, tail = _discrete_gaussian_upper_tail(self.sigma)
-        with np.errstate(over="ignore", invalid="ignore"):
-            k = np.floor(np.clip(s2 * u / d + d / 2, -4 * k_max, 4 * k_max)) + 1
-        idx0 = np.clip(k + k_max, 0, tail.size - 1).astype(np.int64)
-        idx1 = np.clip(k - d + k_max, 0, tail.size - 1).astype(np.int64)
-        return tail[idx0], tail[idx1]
-
-    def support(self, tail):
-        z = -special.ndtri(tail) * self.sigma + 2.0
-        d, s2 = self.delta, self.sigma**2
-        return (-2 * z * d - d * d) / (2 * s2), (2 * (z + d) * d - d * d) / (2 * s2)
-
-
 @dataclass(frozen=True)
 class _RandomizedResponse:
     """The pair dominating every ε-DP mechanism: R = ±ε with P₁(R = ε) = e^ε/(1 + e^ε) = P₀(R = −ε)."""
@@ -290,9 +224,9 @@ def _family(event: ev.Event):
         return _Laplace(event.sensitivity / event.scale)
     if isinstance(event, ev.DiscreteLaplace):
         return _DiscreteLaplace(event.scale, event.sensitivity)
-    if isinstance(event, ev.DiscreteGaussian):
-        wide = event.dominating_gaussian()  # any dimension (its docstring); else one integer coordinate
-        return _DiscreteGaussian(event.sigma, event.sensitivity) if wide is None else _family(wide)
+    if isinstance(event, ev.DiscreteGaussian):  # any dimension: its covering Gaussian (σ ≤ 4: RDP)
+        cover = event.dominating_gaussian()
+        return None if cover is None else _family(cover)
     if isinstance(event, ev.PureDP | ev.Exponential | ev.VectorLaplace | ev.Snapping):
         return _RandomizedResponse(event.epsilon)
     if isinstance(event, ev.RandomizedResponse):

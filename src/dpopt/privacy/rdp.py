@@ -638,12 +638,13 @@ def _subsampled_curve(event: ev.Subsampled, a: np.ndarray) -> np.ndarray:
         if eps is not None:
             bound = np.minimum(bound, pure_dp_rdp(amplify_pure(eps, event.rate), a))
         return _monotone_envelope(a, bound)
-    if isinstance(inner, ev.DiscreteGaussian):  # covered by a continuous one (DiscreteGaussian.dominating_gaussian)
-        inner = inner.dominating_gaussian() or inner
     if isinstance(inner, ev.Gaussian):
         return _subsampled_gaussian_rdp(event.rate, val.check_positive("noise_multiplier", inner.noise_multiplier), a)
     trivial = _curve(inner, a)
     bound = np.minimum(trivial, _zhu_wang_rdp(event.rate, lambda o: _curve(inner, o), a))
+    cover = inner.dominating_gaussian() if isinstance(inner, ev.DiscreteGaussian) else None
+    if cover is not None:  # the continuous Gaussian that covers it (DiscreteGaussian.dominating_gaussian)
+        bound = np.minimum(bound, _subsampled_gaussian_rdp(event.rate, cover.noise_multiplier, a))
     eps = _try_pure_epsilon(inner)
     if eps is not None:  # Li, Qardaji & Su 2012 amplification holds for Poisson sampling too
         bound = np.minimum(bound, pure_dp_rdp(amplify_pure(eps, event.rate), a))

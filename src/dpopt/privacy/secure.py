@@ -388,12 +388,18 @@ def l2_grid_sensitivity(sensitivity: float, grid: float, coordinates: int) -> in
     return math.ceil(sensitivity / grid + math.sqrt(coordinates))
 
 
+#: |value|/g is clamped to this many grid steps before rounding (see :func:`snap_to_grid`)
+SNAP_LIMIT = _EXACT_INTEGERS / 8
+
+
 def snap_to_grid(value: np.ndarray, grid: float) -> np.ndarray:
-    """round(value/g) as exact integers in float64 (``ValueError`` if |value|/g reaches 2⁵³)."""
+    """round(clip(value/g, ±2⁵⁰)) as exact integers in float64.
+
+    Values beyond 2⁵⁰ grid steps are clamped, never refused: whether a value is that large
+    depends on the data, so an error there would tell neighbours apart with certainty.
+    Clamping is 1-Lipschitz, so the sensitivity the release is charged for still holds, and
+    with noise of at most 2⁴⁶ grid steps (``mechanisms.SECURE_MAX_SCALE``) the noisy integer
+    stays below 2⁵³, exact in a double.
+    """
     scaled = np.asarray(value, dtype=float) / grid  # exact: g is a power of two
-    if scaled.size and np.max(np.abs(scaled)) >= _EXACT_INTEGERS / 4:
-        raise ValueError(
-            f"value is too large for the secure-noise grid g={grid:g} (|value|/g must stay below 2^51); "
-            "rescale the query"
-        )
-    return np.rint(scaled)
+    return np.rint(np.clip(scaled, -SNAP_LIMIT, SNAP_LIMIT))
