@@ -353,24 +353,11 @@ def _sgm_log_a_int(q: float, z: float, alphas: np.ndarray) -> np.ndarray:
     a sum of positive terms, so log A_α = log1p(A_α − 1) keeps full relative
     precision even when the RDP is tiny.  Vectorized over all orders at once.
     """
-    k, mask, weights = _sgm_grid(q, tuple(alphas.tolist()))
+    k, mask, weights = _binomial_weights(q, tuple(alphas.tolist()))
     with np.errstate(invalid="ignore"):
         log_terms = weights + _log_expm1((k * k - k) / (2.0 * z * z))
     log_a_minus_1 = _logsumexp(np.where(mask, log_terms, -np.inf), axis=1)
     return _log1p_exp(log_a_minus_1)
-
-
-@functools.lru_cache(maxsize=64)
-def _sgm_grid(q: float, alphas: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(k row, mask, log C(α,k) + k log q + (α−k) log(1−q)) of :func:`_sgm_log_a_int`: the part
-    of its terms that depends on q and the orders only (a run's every σ shares it), summed in
-    the order that function sums its terms, read-only."""
-    alpha, k, mask = _int_order_grid(np.array(alphas))
-    with np.errstate(invalid="ignore"):
-        weights = _log_binom_int(alpha, k) + k * math.log(q) + (alpha - k) * math.log1p(-q)
-    for x in (k, mask, weights):
-        x.setflags(write=False)
-    return k, mask, weights
 
 
 def _sgm_series_terms(q: float, z: float, alpha: float, n: int):
@@ -516,7 +503,7 @@ def _zhu_wang_rdp(q: float, inner: Callable[[np.ndarray], np.ndarray], a: np.nda
     is_int = _is_integer(a)
     if not np.any(is_int):
         return out
-    l, mask, weights = _zhu_wang_grid(q, tuple(a[is_int].tolist()))
+    l, mask, weights = _binomial_weights(q, tuple(a[is_int].tolist()))
     eps_l = np.asarray(inner(l[0]), dtype=float)[None, :]  # ε(l) for l = 2..max α
     with np.errstate(invalid="ignore", over="ignore"):
         excess = np.where(
@@ -529,18 +516,21 @@ def _zhu_wang_rdp(q: float, inner: Callable[[np.ndarray], np.ndarray], a: np.nda
 
 
 @functools.lru_cache(maxsize=64)
-def _zhu_wang_grid(q: float, alphas: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(l row, mask, log C(α,l) + l log q + (α−l) log(1−q)) of :func:`_zhu_wang_rdp`: the part of
-    its terms that depends on q and the orders only, summed in the order that function sums its
-    terms, read-only."""
-    alpha, l, mask = _int_order_grid(np.array(alphas))
+def _binomial_weights(q: float, alphas: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(k row, mask, log C(α,k) + k log q + (α−k) log(1−q)) over k = 2..max α for the integer
+    ``alphas``: the binomial weights that both the exact subsampled Gaussian at integer orders
+    (:func:`_sgm_log_a_int`) and Zhu–Wang's bound (:func:`_zhu_wang_rdp`) put on their k-th terms.
+    They depend on q and the orders only, so every σ or inner curve of a run shares them;
+    read-only.  (α − k)·log(1 − q) is 0 at k = α, also for q = 1.
+    """
+    alpha, k, mask = _int_order_grid(np.array(alphas))
     log_1mq = math.log1p(-q) if q < 1.0 else -np.inf
     with np.errstate(invalid="ignore", over="ignore"):
-        power = np.where(alpha == l, 0.0, (alpha - l) * log_1mq)
-        weights = _log_binom_int(alpha, l) + l * math.log(q) + power
-    for x in (l, mask, weights):
+        power = np.where(alpha == k, 0.0, (alpha - k) * log_1mq)
+        weights = _log_binom_int(alpha, k) + k * math.log(q) + power
+    for x in (k, mask, weights):
         x.setflags(write=False)
-    return l, mask, weights
+    return k, mask, weights
 
 
 def without_replacement_rdp(
