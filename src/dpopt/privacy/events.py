@@ -115,6 +115,33 @@ def from_json(text: str) -> Event:
     return from_dict(json.loads(text))
 
 
+class IdentityCache:
+    """Values computed from event objects, found again by the object's identity (no hashing of
+    the event): a loop that charges the same event objects every iteration looks each up in
+    O(1).  Each entry holds its object, so no other object can take its id while the entry
+    lives; the cache is emptied when it reaches ``size`` entries.  Events are immutable, so a
+    value computed from an object stays right for it.
+    """
+
+    __slots__ = ("_size", "_items")
+
+    def __init__(self, size: int):
+        self._size = size
+        self._items: dict = {}
+
+    def get(self, obj):
+        """The value stored for this very ``obj``, else None."""
+        hit = self._items.get(id(obj))
+        return hit[1] if hit is not None and hit[0] is obj else None
+
+    def put(self, obj, value):
+        """Store ``value`` for ``obj`` and return it."""
+        if len(self._items) >= self._size:
+            self._items.clear()
+        self._items[id(obj)] = (obj, value)
+        return value
+
+
 def scale_for_epsilon(sensitivity: float, epsilon: float) -> float:
     """The smallest noise scale b with ``sensitivity / b <= epsilon`` in floating point.
 

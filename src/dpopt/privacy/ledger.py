@@ -173,7 +173,7 @@ class Ledger:
         self._spent_epsilon: float | None = 0.0
         self._parent: Ledger | None = None
         self._detached = False  # charged to the parent once as a RenyiBound (fix_filter_order)
-        self._related: dict = {}  # id(event) -> event whose relation was checked (a loop's events)
+        self._related = ev.IdentityCache(_RELATED_BY_ID)  # events whose relation was checked (a loop's events)
 
     # -- children -----------------------------------------------------------
     def child(self, epsilon: float, delta: float | None = None, *, accountant=None) -> Ledger:
@@ -261,7 +261,7 @@ class Ledger:
         return self._spent_epsilon
 
     def _check_relation(self, event: ev.Event) -> None:
-        if self._related.get(id(event)) is event:  # this very event object passed before
+        if self._related.get(event):  # this very event object passed before
             return
         needed = required_relation(event)
         if needed is not None and needed != self.relation:
@@ -271,9 +271,7 @@ class Ledger:
                 f"but this ledger's relation is {str(self.relation)!r}; sample with the scheme "
                 "that matches the relation (DESIGN.md invariant 6)"
             )
-        if len(self._related) >= _RELATED_BY_ID:
-            self._related.clear()
-        self._related[id(event)] = event  # holding the event keeps its id unique
+        self._related.put(event, True)
 
     def _refusal(self, event: ev.Event):
         """(first ledger up the chain that cannot afford ``event`` or None, the ledgers to charge)."""

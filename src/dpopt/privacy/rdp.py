@@ -871,7 +871,7 @@ class RDPAccountant(AccountantBase):
         # event give exactly n·curve, the value calibration (and SelfComposed) computes.
         self._base, self._last, self._count = self._rdp, None, 0
         self._terms: dict = {}
-        self._curves: dict = {}  # id(event) -> (event, curve): a loop charges the same objects
+        self._curves = ev.IdentityCache(_CURVES_BY_ID)  # event -> its curve: a loop charges the same objects
         self._focus = None  # see focus()
 
     # -- one order eagerly, the others on demand -----------------------------------------------
@@ -895,19 +895,15 @@ class RDPAccountant(AccountantBase):
         self._focus = (i, sub, tuple(sub.tolist()), int(np.flatnonzero(sub == a[i])[0]))
         self._runs: list = []  # (event, count) of every run of equal events, in order
         self._value = self._value_base = 0.0  # the composed RDP at the focus order (and before the last run)
-        self._values: dict = {}  # id(event) -> (event, its RDP at the focus order)
+        self._values = ev.IdentityCache(_CURVES_BY_ID)  # event -> its RDP at the focus order
         self._rdp = self._base = None  # materialized by _arrays() when asked
 
     def _focused(self, event: ev.Event) -> float:
         """The RDP of ``event`` at the focus order: its curve's entry there, from the orders ≥ it."""
-        hit = self._values.get(id(event))
-        if hit is not None and hit[0] is event:
-            return hit[1]
-        _, sub, key, j = self._focus
-        value = float(_curve(event, sub, key)[j])
-        if len(self._values) >= _CURVES_BY_ID:
-            self._values.clear()
-        self._values[id(event)] = (event, value)  # holding the event keeps its id unique
+        value = self._values.get(event)
+        if value is None:
+            _, sub, key, j = self._focus
+            value = self._values.put(event, float(_curve(event, sub, key)[j]))
         return value
 
     def _arrays(self) -> tuple[np.ndarray, np.ndarray]:
@@ -940,14 +936,8 @@ class RDPAccountant(AccountantBase):
     def _curve_of(self, event: ev.Event) -> np.ndarray:
         """:func:`_curve` of ``event`` at this accountant's orders, found by identity first (no
         hashing of the event and the orders) when the same event object is charged again."""
-        hit = self._curves.get(id(event))
-        if hit is not None and hit[0] is event:
-            return hit[1]
-        curve = _curve(event, self._orders, self._key)
-        if len(self._curves) >= _CURVES_BY_ID:
-            self._curves.clear()
-        self._curves[id(event)] = (event, curve)  # holding the event keeps its id unique
-        return curve
+        curve = self._curves.get(event)
+        return curve if curve is not None else self._curves.put(event, _curve(event, self._orders, self._key))
 
     def _same_as_last(self, event: ev.Event) -> bool:
         return self._last is not None and (event is self._last or event == self._last)

@@ -37,14 +37,8 @@ def _wrapped(sampler, event: ev.Event) -> ev.Subsampled:
     """``Subsampled(event, rate, scheme)``, the same object again for the same ``event`` object: a
     loop that charges one event per iteration then hands the ledger one object (events are
     immutable values, so the cached one is equal to a new one)."""
-    hit = sampler._wrapped.get(id(event))
-    if hit is not None and hit[0] is event:
-        return hit[1]
-    out = ev.Subsampled(event, sampler.rate, sampler.scheme)
-    if len(sampler._wrapped) >= _WRAPPED_BY_ID:
-        sampler._wrapped.clear()
-    sampler._wrapped[id(event)] = (event, out)  # holding the event keeps its id unique
-    return out
+    out = sampler._wrapped.get(event)
+    return out if out is not None else sampler._wrapped.put(event, ev.Subsampled(event, sampler.rate, sampler.scheme))
 
 
 class PoissonSampler:
@@ -64,7 +58,7 @@ class PoissonSampler:
 
     def __init__(self, rate: float):
         self.rate = check_rate("rate", rate)
-        self._wrapped: dict = {}
+        self._wrapped = ev.IdentityCache(_WRAPPED_BY_ID)
         self._chunks: dict = {}  # n -> Geometric draws per chunk (checked n only)
 
     def wrap(self, event: ev.Event) -> ev.Event:
@@ -114,7 +108,7 @@ class FixedSizeSampler:
         if self.batch_size > self.n:
             raise ValueError(f"batch_size must be <= n={self.n}, got {self.batch_size}")
         self.rate = self.batch_size / self.n
-        self._wrapped: dict = {}
+        self._wrapped = ev.IdentityCache(_WRAPPED_BY_ID)
 
     def wrap(self, event: ev.Event) -> ev.Event:
         return event if self.batch_size == self.n else _wrapped(self, event)
