@@ -82,9 +82,8 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, help="seed of the privacy noise (default: OS entropy, for real releases)")
     p.add_argument(
         "--secure-noise", action="store_true",
-        help="floating-point-safe noise: exact discrete noise on a grid from the OS CSPRNG (methods dp-sgd, "
-        "outpert with --delta > 0, dp-blsgd, dp-blgd, dp-blsgd-ac and the pure ε-DP dp-* methods; "
-        "the others refuse it)",
+        help="floating-point-safe noise: exact discrete noise on a grid from the OS CSPRNG (every method but "
+        "objpert, outpert with --delta 0, and auto with --delta 0, which refuse it)",
     )
     p.add_argument(
         "--out", type=Path, metavar="MODEL.json", help="where to save the model (default ./<data name>.model.json)"
