@@ -37,6 +37,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 from scipy import special
@@ -184,6 +185,35 @@ def _logsumexp(x: np.ndarray, axis=None) -> np.ndarray | float:
     with np.errstate(divide="ignore"):
         out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
     return out.item() if axis is None else np.squeeze(out, axis=axis)
+
+
+class _Triangle(NamedTuple):
+    """The entries k ≤ α of the (orders × k = 2..max α) grid of the integer-order sums, kept row by
+    row: row α holds k = 2..α, the first α − 1 columns (:func:`_binomial_weights`)."""
+
+    k: np.ndarray  # k = 2..max α (floats), one per column
+    cols: np.ndarray  # the column of each entry
+    starts: np.ndarray  # the index of each row's first entry
+    counts: np.ndarray  # entries per row (α − 1)
+    flat: np.ndarray  # the position of each entry in the row-major (orders × columns) grid
+    shape: tuple  # (orders, columns)
+    weights: np.ndarray  # log C(α,k) + k log q + (α−k) log(1−q) at each entry
+
+
+def _triangle_logsumexp(tri: _Triangle, x: np.ndarray) -> np.ndarray:
+    """Per row, :func:`_logsumexp` (axis 1) of the grid holding ``x`` at the entries k ≤ α and −inf elsewhere.
+
+    The same floats as that call on the full grid, with exp evaluated at the entries only: a
+    row's maximum is its entries' (a −inf beside them changes no maximum), exp(−inf − m) is
+    exactly 0, and the exponentials are summed in a zero grid of the same shape, so numpy's
+    (pairwise) summation along each row adds the same numbers in the same order.
+    """
+    m = np.maximum.reduceat(x, tri.starts)
+    m = np.where(np.isfinite(m), m, 0.0)
+    grid = np.zeros(tri.shape)
+    grid.reshape(-1)[tri.flat] = np.exp(x - np.repeat(m, tri.counts))
+    with np.errstate(divide="ignore"):
+        return np.log(np.sum(grid, axis=1)) + m
 
 
 def _log1p_exp(x: np.ndarray | float) -> np.ndarray:
@@ -353,11 +383,11 @@ def _sgm_log_a_int(q: float, z: float, alphas: np.ndarray) -> np.ndarray:
     a sum of positive terms, so log A_α = log1p(A_α − 1) keeps full relative
     precision even when the RDP is tiny.  Vectorized over all orders at once.
     """
-    k, mask, weights = _binomial_weights(q, tuple(alphas.tolist()))
+    tri = _binomial_weights(q, tuple(alphas.tolist()))
+    k = tri.k
     with np.errstate(invalid="ignore"):
-        log_terms = weights + _log_expm1((k * k - k) / (2.0 * z * z))
-    log_a_minus_1 = _logsumexp(np.where(mask, log_terms, -np.inf), axis=1)
-    return _log1p_exp(log_a_minus_1)
+        log_terms = tri.weights + _log_expm1((k * k - k) / (2.0 * z * z))[tri.cols]
+    return _log1p_exp(_triangle_logsumexp(tri, log_terms))
 
 
 def _sgm_series_terms(q: float, z: float, alpha: float, n: int):
@@ -503,34 +533,43 @@ def _zhu_wang_rdp(q: float, inner: Callable[[np.ndarray], np.ndarray], a: np.nda
     is_int = _is_integer(a)
     if not np.any(is_int):
         return out
-    l, mask, weights = _binomial_weights(q, tuple(a[is_int].tolist()))
-    eps_l = np.asarray(inner(l[0]), dtype=float)[None, :]  # ε(l) for l = 2..max α
+    tri = _binomial_weights(q, tuple(a[is_int].tolist()))
+    l = tri.k
+    eps_l = np.asarray(inner(l), dtype=float)  # ε(l) for l = 2..max α
     with np.errstate(invalid="ignore", over="ignore"):
         excess = np.where(
             l == 2, _log_expm1(eps_l), (l - 1) * eps_l + np.log(3.0 - np.exp(-(l - 1) * eps_l))
         )
-        log_terms = weights + excess
-    log_excess = _logsumexp(np.where(mask, log_terms, -np.inf), axis=1)
-    out[is_int] = _log1p_exp(log_excess) / (a[is_int] - 1.0)
+        log_terms = tri.weights + excess[tri.cols]
+    out[is_int] = _log1p_exp(_triangle_logsumexp(tri, log_terms)) / (a[is_int] - 1.0)
     return out
 
 
 @functools.lru_cache(maxsize=64)
-def _binomial_weights(q: float, alphas: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(k row, mask, log C(α,k) + k log q + (α−k) log(1−q)) over k = 2..max α for the integer
-    ``alphas``: the binomial weights that both the exact subsampled Gaussian at integer orders
-    (:func:`_sgm_log_a_int`) and Zhu–Wang's bound (:func:`_zhu_wang_rdp`) put on their k-th terms.
-    They depend on q and the orders only, so every σ or inner curve of a run shares them;
-    read-only.  (α − k)·log(1 − q) is 0 at k = α, also for q = 1.
+def _binomial_weights(q: float, alphas: tuple) -> _Triangle:
+    """The binomial weights log C(α,k) + k log q + (α−k) log(1−q), k = 2..α, for the integer
+    ``alphas``, that both the exact subsampled Gaussian at integer orders (:func:`_sgm_log_a_int`)
+    and Zhu–Wang's bound (:func:`_zhu_wang_rdp`) put on their k-th terms, with the layout of
+    the entries k ≤ α (:class:`_Triangle`).  They depend on q and the orders only, so every σ or
+    inner curve of a run shares them; read-only.  (α − k)·log(1 − q) is 0 at k = α, also for q = 1.
     """
-    alpha, k, mask = _int_order_grid(np.array(alphas))
+    orders = np.array(alphas, dtype=float)
+    counts = orders.astype(np.int64) - 1
+    width = int(counts.max())
+    k = np.arange(2, width + 2, dtype=float)
+    rows = np.repeat(np.arange(orders.size), counts)
+    starts = np.cumsum(counts) - counts
+    cols = np.arange(rows.size) - np.repeat(starts, counts)
+    alpha, kk = orders[rows], k[cols]
     log_1mq = math.log1p(-q) if q < 1.0 else -np.inf
     with np.errstate(invalid="ignore", over="ignore"):
-        power = np.where(alpha == k, 0.0, (alpha - k) * log_1mq)
-        weights = _log_binom_int(alpha, k) + k * math.log(q) + power
-    for x in (k, mask, weights):
-        x.setflags(write=False)
-    return k, mask, weights
+        power = np.where(alpha == kk, 0.0, (alpha - kk) * log_1mq)
+        weights = _log_binom_int(alpha, kk) + kk * math.log(q) + power
+    tri = _Triangle(k, cols, starts, counts, rows * width + cols, (orders.size, width), weights)
+    for x in tri:
+        if isinstance(x, np.ndarray):
+            x.setflags(write=False)
+    return tri
 
 
 def without_replacement_rdp(
