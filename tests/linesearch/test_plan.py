@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy import optimize
 
 from dpopt.linesearch.algorithms import METHODS, LineSearchHyper, dp_blsgd
 from dpopt.linesearch.model import LinearModel
@@ -115,3 +116,138 @@ def test_fit_remaining_scales_the_budgets_as_eps_iter_only_when_needed():
     _, room = ledger.remaining_rdp()
     cost = rdp_curve(step(hyper, rate, new_rho, new_bt), [plan.order])
     assert 50 * (1 + RESERVE) * cost[0] <= room[0] < 50 * (1 + RESERVE) * cost[0] * 1.01
+
+
+class _Room:
+    """The one thing :func:`fit_remaining` asks of a ledger: its room at the filter order."""
+
+    def __init__(self, order, room):
+        self.order, self.room = order, room
+
+    def remaining_rdp(self):
+        return np.array([self.order]), np.array([self.room])
+
+
+def _counting(monkeypatch):
+    """Count the RDP evaluations (one per λ tried) made through plan._fits."""
+    from dpopt.linesearch import plan
+
+    calls = [0]
+    fits = plan._fits
+
+    def counted(*args, **kwargs):
+        calls[0] += 1
+        return fits(*args, **kwargs)
+
+    monkeypatch.setattr(plan, "_fits", counted)
+    return calls
+
+
+def test_fit_remaining_fits_within_one_percent_in_fewer_evaluations(monkeypatch):
+    """Random budgets, orders and rooms: the scale fits, is within 1 % (log λ ≤ 0.01) of the largest
+    that fits (found to 1e-10 here), so within 1 % of what bracketing from λ = 1 in 25 % steps and
+    Brent's method (the former search, kept as plan._largest) returns, in fewer evaluations."""
+    from dpopt.linesearch import plan
+
+    calls = _counting(monkeypatch)
+    rng = np.random.default_rng(5)
+    old_calls = new_calls = 0
+    new_per_case = []
+    for _ in range(60):
+        noise = str(rng.choice(["laplace", "gaussian"]))
+        hyper = LineSearchHyper(planned_iterations=100, noise=noise)
+        rate = 1.0 if rng.random() < 0.1 else float(np.exp(rng.uniform(math.log(1e-3), 0.0)))
+        rho = float(np.exp(rng.uniform(math.log(1e-6), math.log(2.0))))
+        bt = (math.sqrt(2 * rho) if noise == "laplace" else rho) * float(np.exp(rng.uniform(-1.0, 1.0)))
+        order = float(rng.choice(plan.PLAN_ORDERS))
+        remaining = int(rng.integers(1, 600))
+        power = 1.0 if noise == "laplace" else 2.0
+        wanted = -float(np.exp(rng.uniform(math.log(1e-4), math.log(2.0)))) if rng.random() < 0.9 else 0.1
+        cost = rdp_curve(step(hyper, rate, rho * math.exp(2 * wanted), bt * math.exp(power * wanted)), [order])[0]
+        room = remaining * (1 + RESERVE) * cost
+
+        def gap(u, hyper=hyper, rate=rate, order=order, room=room, rho=rho, bt=bt, power=power,
+                remaining=remaining):
+            n = plan._fits(hyper, rate, np.array([order]), np.array([room]), rho * math.exp(2 * u),
+                           bt * math.exp(power * u))
+            return math.log(max(float(n.max()), 1e-300)) - math.log(remaining * (1 + RESERVE))
+
+        calls[0] = 0
+        new_rho, new_bt = fit_remaining(hyper, ledger=_Room(order, room), rate=rate, remaining=remaining,
+                                        rho=rho, bt=bt)
+        new_calls += calls[0]
+        new_per_case.append(calls[0])
+        calls[0] = 0
+        old = plan._largest(gap, 0.0, cap=0.0, step=math.log(1.25), tol=plan._RESCALE_TOL)
+        old_calls += calls[0]
+        u = 0.5 * math.log(new_rho / rho)
+        assert new_bt == pytest.approx(bt * math.exp(power * u), rel=1e-12)
+        assert gap(u) >= 0.0 and gap(old) >= 0.0  # both fit
+        if gap(0.0) >= 0.0:
+            assert (new_rho, new_bt) == (rho, bt)
+            continue
+        lo = -0.01
+        while gap(lo) < 0.0:
+            lo *= 2.0
+        largest = optimize.brentq(gap, lo, 0.0, xtol=1e-10) - 1e-10
+        assert gap(largest) >= 0.0
+        assert largest - plan._RESCALE_TOL <= u <= largest + 1e-9
+        assert abs(u - old) <= plan._RESCALE_TOL
+    assert new_calls < 0.8 * old_calls, (new_calls, old_calls)
+    assert max(new_per_case) <= 12
+
+
+def test_fit_remaining_finds_the_cliff_at_the_budgets_before_the_increase(monkeypatch):
+    """At 200-row minibatches (q = 0.002, the floor benchmark's runs) the per-iteration RDP at the
+    filter order has a cliff: above the plan's budgets, calibrated to the largest that fit, the
+    subsampled AboveThreshold's amplification breaks down and gap(λ = 1) is about −10 after CHEB's
+    increase.  Started at the scale undoing the increase (``before``) the rescaling takes 3
+    evaluations; without it, more, to the same 1 %."""
+    from dpopt.linesearch import plan
+
+    calls = _counting(monkeypatch)
+    epsilon, delta, rate = 0.4, 1e-8, 0.002
+    hyper = LineSearchHyper(planned_iterations=300)
+    planned = plan_run(hyper, ledger=Ledger(epsilon, delta, "rdp"), epsilon=epsilon, delta=delta, rate=rate)
+    rho, bt, order, remaining = planned.rho_grad, planned.budget_bt, planned.order, 200
+    cost = rdp_curve(step(hyper, rate, rho, bt), [order])[0]
+    room = _Room(order, remaining * (1 + RESERVE) * cost * math.exp(0.3))
+    up = rdp_curve(step(hyper, rate, 1.3 * rho, bt), [order])[0]
+    assert math.log(up / cost) > 5.0  # the cliff: 30 % more ρ costs e^5 times the RDP
+    results = {}
+    for before in ((rho, bt), None):
+        calls[0] = 0
+        results[before] = fit_remaining(hyper, ledger=room, rate=rate, remaining=remaining, rho=1.3 * rho,
+                                        bt=bt, before=before), calls[0]
+    (hinted, n_hinted), (plain, n_plain) = results[(rho, bt)], results[None]
+    assert n_hinted == 3 < n_plain
+    for new_rho, new_bt in (hinted, plain):
+        assert remaining * (1 + RESERVE) * rdp_curve(step(hyper, rate, new_rho, new_bt), [order])[0] <= room.room
+        # within 1 % of λ (2 % of ρ) of the edge, which is above ρ: ρ itself fits the room
+        assert new_rho >= math.exp(-2.0 * plan._RESCALE_TOL) * rho
+    assert hinted[0] / plain[0] == pytest.approx(1.0, abs=0.021)
+
+
+def test_fit_remaining_takes_few_evaluations_in_a_run(monkeypatch):
+    """A seeded run with failed searches: each rescaling takes at most 3 evaluations (λ = 1, the
+    guess, the confirmation), and the run still ends within its budget."""
+    from dpopt.linesearch import algorithms
+
+    calls = _counting(monkeypatch)
+    counts = []
+    rescale = algorithms.fit_remaining
+
+    def counted(*args, **kwargs):
+        start = calls[0]
+        try:
+            return rescale(*args, **kwargs)
+        finally:
+            counts.append(calls[0] - start)
+
+    monkeypatch.setattr(algorithms, "fit_remaining", counted)
+    epsilon, delta = 0.1, 1e-6
+    result = dp_blsgd(make_model(n=400, seed=2), epsilon=epsilon, delta=delta, rng=1, rate=0.05,
+                      planned_iterations=80)
+    assert len(counts) >= 3 and max(counts) <= 3, counts
+    replay = RDPAccountant().compose(ev.Composed(result.events))
+    assert replay.epsilon_at(delta, result.info["filter_order"]) <= epsilon

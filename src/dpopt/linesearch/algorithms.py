@@ -406,6 +406,7 @@ def _descend(model, epsilon, delta, rng, hyper: LineSearchHyper, *, method: str,
 
     while t < last:
         planned_step = oracle.step_event(rho, bt)  # a gradient and a line search, composed
+        before = (rho, bt)
         if not oracle.can_afford(planned_step):
             stop = "budget"
             break
@@ -467,7 +468,7 @@ def _descend(model, epsilon, delta, rng, hyper: LineSearchHyper, *, method: str,
         if charged > 2:  # a failed search took from the iterations still planned: share what is left
             rho, bt = fit_remaining(hyper, ledger=ledger, rate=rate, remaining=last - t, rho=rho, bt=bt,
                                     event_of=_charged(model, hyper, rate, oracle.c_grad, oracle.c_obj)
-                                    if secure else None)
+                                    if secure else None, before=before)
         if t % hyper.tau == 0:
             eta0, omega = reset_initial_step(eta0, omega, hyper.varsigma), []
         if hyper.trajectory:

@@ -52,6 +52,16 @@ RESERVE = 0.1
 _LOG_TOL = 1e-4
 #: The same for :func:`fit_remaining`, which runs after every failed search (1 % is plenty there).
 _RESCALE_TOL = 1e-2
+#: The slope of log(one iteration's RDP at the filter order) in log λ that :func:`fit_remaining`'s
+#: first guess assumes (RDP ∝ λ², see :func:`_shrink`), and the secant steps it takes at most.
+_RESCALE_SLOPE = 2.0
+_SECANT_STEPS = 4
+#: Without a guess, :func:`fit_remaining` brackets from λ = 1 when gap(λ = 1) < −this: fewer than
+#: e^{−1} of the wanted iterations fit, at a cliff (:func:`_shrink`), where secant steps creep, or
+#: for a shrink far outside the power law's reach.
+_SECANT_REACH = 1.0
+#: :func:`fit_remaining`'s bracketing step (log λ), and the largest first step of its secant.
+_RESCALE_STEP = math.log(1.25)
 
 
 @dataclass(frozen=True)
@@ -119,14 +129,15 @@ def _fits(hyper, rate, orders, room, rho, bt, event_of=None) -> np.ndarray:
 
 
 def _largest(gap, start: float, cap: float | None = None, *, step: float = math.log(4.0),
-             tol: float = _LOG_TOL) -> float | None:
+             tol: float = _LOG_TOL, values: dict | None = None) -> float | None:
     """The largest u (≤ ``cap``) with ``gap(u) ≥ 0`` for a decreasing ``gap``, to ``tol``, bracketing
     in steps of ``step``; None if there is none within 40 (log units) below ``start``.
 
     ``gap`` is evaluated once per point (the bracket's ends are asked again by the bracketing
-    and by Brent's method, and its root once more at the end; each value costs an RDP curve).
+    and by Brent's method, and its root once more at the end; each value costs an RDP curve);
+    ``values`` (u → gap(u)) holds values already known.
     """
-    values: dict = {}
+    values = {} if values is None else values
     plain = gap
 
     def gap(u: float) -> float:
@@ -148,6 +159,12 @@ def _largest(gap, start: float, cap: float | None = None, *, step: float = math.
         if cap is not None and hi >= cap:
             return cap
         lo, hi = hi, hi + step if cap is None else min(hi + step, cap)
+    return _brent(gap, lo, hi, tol)
+
+
+def _brent(gap, lo: float, hi: float, tol: float) -> float:
+    """A u that fits (``gap(u) ≥ 0``) within about ``tol`` below the root of a decreasing ``gap`` in
+    [lo, hi], gap(lo) ≥ 0 > gap(hi): Brent's method to ``tol``, stepping down by ``tol`` until it fits."""
     u = optimize.brentq(gap, lo, hi, xtol=tol)
     while gap(u) < 0.0:
         u -= tol
@@ -187,7 +204,7 @@ def plan_run(hyper, *, ledger, epsilon: float, delta: float, rate: float, prior:
 
 
 def fit_remaining(hyper, *, ledger, rate: float, remaining: int, rho: float, bt: float,
-                  event_of=None) -> tuple[float, float]:
+                  event_of=None, before: tuple[float, float] | None = None) -> tuple[float, float]:
     """(ρ_grad, bt), scaled down as ε_iter (by λ ≤ 1: ρ·λ², ε_BT·λ or ρ_BT·λ²) so that ``remaining``
     iterations plus the reserve still fit the ledger's room at its filter order.
 
@@ -196,7 +213,10 @@ def fit_remaining(hyper, *, ledger, rate: float, remaining: int, rho: float, bt:
     from the iterations still planned; the later iterations then share what is
     left, and the run makes the planned number of iterations.  Public
     quantities only (the budgets follow released values).  Unchanged if they fit.
-    ``event_of``: as for :func:`plan_run`.
+    ``event_of``: as for :func:`plan_run`.  ``before``: the (ρ_grad, bt) in force before
+    that iteration's increase, if known; the scale that brings the budgets back to them is
+    tried first (see :func:`_shrink`).  The result fits, and is within 1 % (of λ) of the
+    largest λ that does.
     """
     orders, room = ledger.remaining_rdp()
     if remaining <= 0 or not np.any(room > 0.0):
@@ -207,8 +227,77 @@ def fit_remaining(hyper, *, ledger, rate: float, remaining: int, rho: float, bt:
     def scaled(u: float) -> tuple[float, float]:
         return rho * math.exp(2.0 * u), bt * math.exp(power * u)
 
-    def gap(u: float) -> float:
-        return math.log(max(float(_fits(hyper, rate, orders, room, *scaled(u), event_of).max()), 1e-300)) - target
+    values: dict = {}
 
-    u = _largest(gap, 0.0, cap=0.0, step=math.log(1.25), tol=_RESCALE_TOL)  # usually a few % down
+    def gap(u: float) -> float:
+        value = values.get(u)
+        if value is None:
+            fit = float(_fits(hyper, rate, orders, room, *scaled(u), event_of).max())
+            value = values[u] = math.log(max(fit, 1e-300)) - target
+        return value
+
+    g0 = gap(0.0)  # the budgets in force usually fit: one value
+    if g0 >= 0.0:
+        return rho, bt
+    guess = None
+    if before is not None and before[0] > 0.0 and before[1] > 0.0:
+        guess = min(0.5 * math.log(before[0] / rho), math.log(before[1] / bt) / power)
+    u, fit, fail = _shrink(gap, g0, _RESCALE_TOL, guess)
+    if u is None and fit is not None:  # the secant steps misbehaved: Brent in the bracket they found
+        u = _brent(gap, fit, fail, _RESCALE_TOL)
+    elif u is None:  # or bracket below the smallest u known not to fit, in steps of 25 %
+        u = _largest(gap, fail, cap=fail, step=_RESCALE_STEP, tol=_RESCALE_TOL, values=values)
     return (rho, bt) if u is None else scaled(u)
+
+
+def _shrink(gap, g0: float, tol: float, guess: float | None = None) -> tuple[float | None, float | None, float]:
+    """(u, fit, fail): u the largest u < 0 with ``gap(u) ≥ 0`` to ``tol`` (a u that fits, and one within
+    ``tol`` above it that does not) for a decreasing ``gap`` with ``gap(0) = g0 < 0``, or None if the
+    steps misbehave; ``fit`` and ``fail`` the largest u found to fit (None if none) and the smallest
+    found not to.
+
+    ``gap`` is log(iterations that fit) − log(iterations wanted) at the budgets scaled by λ = e^u.
+    The first guess is a power law: one iteration's RDP at the filter order is about ∝ λ² (ρλ² for
+    the gradient; ε_BT λ for a Laplace search, whose RDP is about quadratic in ε for small ε, or
+    ρ_BT λ²), so gap(u) ≈ g0 − :data:`_RESCALE_SLOPE`·u, trusted down to one bracketing step
+    (:data:`_RESCALE_STEP`) only; or ``guess`` (in :func:`fit_remaining`, the scale of the budgets
+    before the failed search's increase) where that is larger or g0 < −:data:`_SECANT_REACH`
+    (without a guess there, None at once: bracket from 0).  Later guesses are secant steps
+    through the last two values (straight lines in log–log).  Each guess r is tried just below
+    (expected to fit), or, once a fitting u lies within tol/2 below r, that u is confirmed by a
+    point 0.9·tol above it (expected not to fit).  Where the RDP is smooth in λ a shrink under
+    about 1 % takes 2 values (gap(0) and one), a larger one usually 3.  The RDP can also have a
+    cliff: at the filter order the subsampled AboveThreshold's amplification breaks down above
+    some budget, and the plan's budgets, calibrated to the largest that fit, sit at that edge,
+    where gap(0) is about −10 after CHEB's increase; the largest λ that fits is then next to
+    ``guess``, found in 3 values (bracketing from 0 takes 6 to 10 there).
+    """
+    fit, fail = None, 0.0  # the largest u that fits, the smallest that does not
+    last = (0.0, g0)  # the last value, for the secant
+    r = max(g0 / _RESCALE_SLOPE, -_RESCALE_STEP)
+    if guess is not None and -40.0 < guess < 0.0 and (guess > r or g0 < -_SECANT_REACH):
+        r = guess + 0.25 * tol  # so that it is tried itself
+    elif g0 < -_SECANT_REACH:
+        return None, None, 0.0
+    for _ in range(_SECANT_STEPS):
+        if not (math.isfinite(r) and r > -40.0):
+            break
+        r = min(r, fail) if fit is None else min(max(r, fit), fail)  # into the bracket
+        if fit is not None and r - fit <= 0.5 * tol:
+            p = fit + 0.9 * tol  # below fail: the bracket is wider than tol
+        elif fail - r <= 0.5 * tol:
+            p = max(fail - 0.9 * tol, r - 0.25 * tol)
+        else:
+            p = r - 0.25 * tol
+        g = gap(p)  # p lies strictly between fit and fail
+        if g >= 0.0:
+            fit = p
+        else:
+            fail = p
+        if fit is not None and fail - fit <= tol:
+            return fit, fit, fail
+        slope = (g - last[1]) / (p - last[0])
+        if not slope < 0.0:  # gap is not decreasing there: no secant step
+            break
+        r, last = p - g / slope, (p, g)
+    return None, fit, fail
