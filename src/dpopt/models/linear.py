@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from .._validation import check_int, check_nonnegative, check_positive
-from ..objectives import L2, Objective, Zero
+from ..objectives import L2, MarginLoss, Objective, Zero
 from ..objectives._arrays import as_params, ensure_finite_result
 from ..objectives.bounds import clip_thresholds, project_rows
 from .base import PrivateModel, _scalar, check_direction, steps_for
@@ -28,6 +28,19 @@ _BLOCK_ROWS = 1024
 #: Loss evaluations per block of a line search's candidate steps (rows × steps): the
 #: temporaries of one block (2**15 float64 = 256 KiB each) stay in cache.
 _EVAL_ENTRIES = 2**15
+
+
+def _check_indices(indices):
+    """``indices`` as a 1-D integer array (or None: every record); one-line ``ValueError`` otherwise."""
+    if indices is None:
+        return None
+    indices = np.asarray(indices)
+    if indices.ndim != 1 or indices.dtype.kind not in "iu":  # (dtype.kind: cheaper than issubdtype)
+        raise ValueError(
+            "indices must be a 1-D integer array of record indices, "
+            f"got shape {indices.shape} and dtype {indices.dtype}"
+        )
+    return indices
 
 
 class LinearModel(PrivateModel):
@@ -118,17 +131,11 @@ class LinearModel(PrivateModel):
         query needs is made while the block is in cache, so each selected row
         is read from memory once per query instead of once per pass.  With
         ``indices=None`` the full data is one block (sequential passes; the
-        loss blocks them itself).
+        loss blocks them itself).  ``indices`` were checked (:func:`_check_indices`).
         """
         obj = self.objective
         if indices is None:
             return [(obj.X, obj.y, per_row)]
-        indices = np.asarray(indices)
-        if indices.ndim != 1 or indices.dtype.kind not in "iu":  # (dtype.kind: cheaper than issubdtype)
-            raise ValueError(
-                "indices must be a 1-D integer array of record indices, "
-                f"got shape {indices.shape} and dtype {indices.dtype}"
-            )
         X, y, v = obj.X, obj.y, per_row
         if len(indices) <= _BLOCK_ROWS:  # one block (a minibatch of a few hundred rows)
             return [(X.take(indices, axis=0), y.take(indices), None if v is None else v.take(indices))]
@@ -166,6 +173,9 @@ class LinearModel(PrivateModel):
     def _predictions(self, w, direction, indices):
         """``(X_B w, X_B d or None, y_B)``, one block of rows at a time (two GEMVs per block)."""
         full = indices is None
+        if not full and w.ndim == 1 and len(indices) <= _BLOCK_ROWS:  # a minibatch of one block
+            X = self.objective.X.take(indices, axis=0)
+            return X @ w, (None if direction is None else X @ direction), self.objective.y.take(indices)
         zs, us, labels = [], [], []
         for X, y, _ in self._row_blocks(indices):
             zs.append(self._margins(w, X, full))
@@ -186,9 +196,18 @@ class LinearModel(PrivateModel):
         Per block of rows: one pass ``z = X_b w`` and one pass ``X_bᵀ r``; on the full
         data ``z`` is shared with a line search or NoisyMax at the same point.
         """
-        w = as_params(w, self.dim)
-        clip = check_positive("clip", clip)
+        return self._clipped_grad_sum(as_params(w, self.dim), _check_indices(indices), check_positive("clip", clip))
+
+    def _clipped_grad_sum(self, w, indices, clip):
+        """:meth:`per_example_clipped_grad_sum` on checked arguments (the oracle's path)."""
         full = indices is None
+        if not full and w.ndim == 1 and len(indices) <= _BLOCK_ROWS:  # a minibatch of one block
+            obj = self.objective
+            X = obj.X.take(indices, axis=0)
+            r = self.loss._clipped_coefs(X @ w, obj.y.take(indices), self._thresholds(clip).take(indices))
+            total = X.T @ r
+            ensure_finite_result(total, w=w)
+            return total, X.shape[0]
         total, count = np.zeros(w.shape), 0
         for X, y, thr in self._row_blocks(indices, self._thresholds(clip)):
             z = self._margins(w, X, full)
@@ -203,52 +222,74 @@ class LinearModel(PrivateModel):
     def clipped_loss_sum(self, w, indices, cap):
         w = as_params(w, self.dim)
         cap = check_positive("cap", cap)
-        z, _, y = self._predictions(w, None, indices)
+        z, _, y = self._predictions(w, None, _check_indices(indices))
         return _scalar(np.clip(self.loss.phi(z, y), 0.0, cap).sum(axis=-1))
 
     def clipped_loss_along(self, w, direction, indices, cap):
         """Σ_B min{max{φ(z_i − η u_i), 0}, C}: ``z = X_B w`` and ``u = X_B d`` are computed once,
         then each call evaluates the loss only, in row blocks of :data:`_EVAL_ENTRIES` entries."""
         w, direction = check_direction(w, direction, self.dim)
-        cap = check_positive("cap", cap)
-        z, u, y = self._predictions(w, direction, indices)  # (m,) or (R, m) each
-        return self._sum_along(w, z, u, y, lambda phi, sl: np.clip(phi, 0.0, cap, out=phi))
+        return self._clipped_loss_along(w, direction, _check_indices(indices), check_positive("cap", cap))
+
+    def _clipped_loss_along(self, w, direction, indices, cap):
+        """:meth:`clipped_loss_along` on checked arguments (the oracle's path)."""
+        return self._sum_along(w, *self._predictions(w, direction, indices), cap, decrease=False)
 
     def clipped_decrease_along(self, w, direction, indices, cap):
         """Σ_B clip(φ(z_i) − φ(z_i − η u_i), −C, C) with ``z``, ``u`` and φ(z) computed once."""
         w, direction = check_direction(w, direction, self.dim)
-        cap = check_positive("cap", cap)
-        z, u, y = self._predictions(w, direction, indices)  # (m,) or (R, m) each
-        base = self.loss.phi(z, y)
+        return self._clipped_decrease_along(w, direction, _check_indices(indices), check_positive("cap", cap))
 
-        def clipped_decrease(phi, sl):
-            np.subtract(base[..., sl, None], phi, out=phi)
-            np.maximum(phi, -cap, out=phi)  # np.clip(phi, -cap, cap), without its Python-level dispatch
-            return np.minimum(phi, cap, out=phi)
+    def _clipped_decrease_along(self, w, direction, indices, cap):
+        """:meth:`clipped_decrease_along` on checked arguments (the oracle's path)."""
+        return self._sum_along(w, *self._predictions(w, direction, indices), cap, decrease=True)
 
-        return self._sum_along(w, z, u, y, clipped_decrease)
+    def _sum_along(self, w, z, u, y, cap, *, decrease: bool):
+        """``values(steps)`` = Σ_i c_i(η) for every candidate step η, with
+        c_i = clip(φ(z_i) − φ(z_i − η u_i), −cap, cap) (``decrease``) or clip(φ(z_i − η u_i), 0, cap).
 
-    def _sum_along(self, w, z, u, y, clipped):
-        """``values(steps)`` = Σ_i clipped(φ(z_i − η u_i)) for every candidate step η.
-
-        ``clipped(phi, rows)`` maps one block of losses ``(..., b, k)`` (rows
-        ``rows``, k steps; it may overwrite it) to the clipped per-record
-        quantity; blocks hold :data:`_EVAL_ENTRIES` entries, so they stay in cache.
+        The losses are evaluated in blocks of :data:`_EVAL_ENTRIES` entries (they stay in
+        cache).  For one parameter vector and a margin loss ℓ(y z) (the line search's case) the
+        margins are a − η b with a = y z and b = y u (the same floats as y(z − η u): y = ±1), laid
+        out one candidate per row, so that each candidate's sum runs along contiguous memory.
         """
+        lo = -cap if decrease else 0.0
+        if w.ndim == 1 and isinstance(self.loss, MarginLoss):
+            a, b, loss = y * z, y * u, self.loss.loss
+            base = loss(a) if decrease else None
+
+            def values(steps):
+                steps = steps_for(steps, w)
+                rows = max(256, _EVAL_ENTRIES // max(steps.shape[-1], 1))
+                out = np.zeros(steps.shape)
+                for start in range(0, y.shape[0], rows):
+                    sl = slice(start, start + rows)
+                    margins = np.multiply.outer(steps, b[sl])  # (k, rows)
+                    np.subtract(a[sl], margins, out=margins)
+                    c = loss(margins)
+                    if decrease:
+                        np.subtract(base[sl], c, out=c)
+                    np.maximum(c, lo, out=c)  # np.clip(c, lo, cap), without its Python-level dispatch
+                    out += np.minimum(c, cap, out=c).sum(axis=1)
+                return out
+
+            return values
+
+        base = self.loss.phi(z, y) if decrease else None
 
         def values(steps):
             steps = steps_for(steps, w)
             k = steps.shape[-1]
             out = np.zeros(steps.shape)
             rows = max(256, _EVAL_ENTRIES // max(k * math.prod(w.shape[:-1]), 1))
-            if y.shape[0] <= rows:  # one block (a minibatch): the loop's arithmetic, unsliced
-                margins = z[..., None] - u[..., None] * steps[..., None, :]
-                out += clipped(self.loss.phi(margins, y[:, None]), slice(None)).sum(axis=-2)
-                return out
             for start in range(0, y.shape[0], rows):
                 sl = slice(start, start + rows)
                 margins = z[..., sl, None] - u[..., sl, None] * steps[..., None, :]  # (..., b, k)
-                out += clipped(self.loss.phi(margins, y[sl, None]), sl).sum(axis=-2)
+                c = self.loss.phi(margins, y[sl, None])
+                if decrease:
+                    np.subtract(base[..., sl, None], c, out=c)
+                np.maximum(c, lo, out=c)
+                out += np.minimum(c, cap, out=c).sum(axis=-2)
             return out
 
         return values
