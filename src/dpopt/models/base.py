@@ -185,6 +185,22 @@ class PrivateModel(ABC):
 
         return values
 
+    # -- the oracle's path: the same queries on arguments it has checked ---------------------
+    def _clipped_grad_sum(self, w, indices, clip):
+        """:meth:`per_example_clipped_grad_sum` on checked arguments: ``w`` a finite float array
+        of width :attr:`dim`, ``indices`` an integer array a sampler drew (or None), ``clip`` > 0.
+        A :class:`~dpopt.oracles.PrivateOracle` calls this; a model may skip its own checks here
+        (:class:`~dpopt.models.LinearModel` does)."""
+        return self.per_example_clipped_grad_sum(w, indices, clip)
+
+    def _clipped_loss_along(self, w, direction, indices, cap):
+        """:meth:`clipped_loss_along` on checked arguments (see :meth:`_clipped_grad_sum`)."""
+        return self.clipped_loss_along(w, direction, indices, cap)
+
+    def _clipped_decrease_along(self, w, direction, indices, cap):
+        """:meth:`clipped_decrease_along` on checked arguments (see :meth:`_clipped_grad_sum`)."""
+        return self.clipped_decrease_along(w, direction, indices, cap)
+
     # -- non-private reporting -----------------------------------------------------------
     @abstractmethod
     def loss_value(self, w):

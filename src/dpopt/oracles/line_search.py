@@ -35,10 +35,15 @@ import numpy as np
 
 from .._validation import check_choice, check_open_unit, check_positive
 from ..models import PrivateModel, check_model
+from ..models.base import check_direction
 from ..privacy import events as ev
 from ..privacy import mechanisms as mech
 
 __all__ = ["NOISES", "QUERIES", "Ray", "line_search_event", "armijo_queries", "above_threshold_search"]
+
+#: f(w) of a "decrease" ray of one search (read-only; every such ray measures from 0).
+_ZERO = np.zeros(())
+_ZERO.setflags(write=False)
 
 #: The noise distributions of Algorithm 1.
 NOISES = ("laplace", "gaussian")
@@ -161,9 +166,13 @@ class Ray:
         """
         check_model(model)
         check_choice("query", query, QUERIES)
-        w = np.asarray(w, dtype=float)
-        g = np.asarray(g, dtype=float)
+        w, g = check_direction(w, g, model.dim)
         cap = check_positive("cap", cap)
+        indices = None if indices is None else np.asarray(indices)
+        if indices is not None and (indices.ndim != 1 or indices.dtype.kind not in "iu"):
+            raise ValueError(
+                f"indices must be a 1-D integer array, got shape {indices.shape} and dtype {indices.dtype}"
+            )
         if weight is None:
             if indices is not None:
                 raise ValueError(
@@ -176,18 +185,21 @@ class Ray:
     @classmethod
     def _along(cls, model: PrivateModel, w: np.ndarray, g: np.ndarray, cap: float, indices,
                weight: float, query: str) -> Ray:
-        """:meth:`of_model` on arguments already validated (float arrays, cap and weight > 0, a
-        known query): the path of :class:`~dpopt.oracles.PrivateOracle`, whose constructor
-        checked them once."""
+        """:meth:`of_model` on arguments already validated (finite float arrays ``w`` and ``g`` of the
+        model's width and one shape, sampled ``indices``, cap and weight > 0, a known query): the
+        path of :class:`~dpopt.oracles.PrivateOracle`, whose constructor checked the constants once."""
         mu = model.l2
-        ww = np.einsum("...i,...i->...", w, w)
-        wg = np.einsum("...i,...i->...", w, g)
-        gg = np.einsum("...i,...i->...", g, g)
+        if w.ndim == 1:  # one search: np.float64 scalars (np.dot; einsum's dispatch costs 3x)
+            ww, wg, gg = np.dot(w, w), np.dot(w, g), np.dot(g, g)
+        else:
+            ww = np.einsum("...i,...i->...", w, w)
+            wg = np.einsum("...i,...i->...", w, g)
+            gg = np.einsum("...i,...i->...", g, g)
         relative = query == "decrease"
         if relative:
-            decrease = model.clipped_decrease_along(w, g, indices, cap)
+            decrease = model._clipped_decrease_along(w, g, indices, cap)
         else:
-            along = model.clipped_loss_along(w, g, indices, cap)
+            along = model._clipped_loss_along(w, g, indices, cap)
 
         def data(steps):  # the private part: the clipped sum
             return -decrease(steps) if relative else along(steps)
@@ -201,7 +213,7 @@ class Ray:
 
         ray = cls.__new__(cls)  # the checks of __init__ hold by construction here
         ray.fn, ray.slope, ray.sensitivity = fn, np.asarray(weight * gg, dtype=float), cap
-        ray._origin = np.zeros(np.shape(ww)) if relative else None
+        ray._origin = (_ZERO if w.ndim == 1 else np.zeros(np.shape(ww))) if relative else None
         ray._parts = (data, public if mu else None)
         return ray
 

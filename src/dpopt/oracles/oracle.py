@@ -39,6 +39,8 @@ import numpy as np
 
 from .._validation import check_choice, check_int, check_positive, check_rate
 from ..models import PrivateModel, check_model
+from ..models.base import check_direction
+from ..objectives._arrays import as_params
 from ..privacy import FixedSizeSampler, Ledger, PoissonSampler
 from ..privacy import events as ev
 from ..privacy import mechanisms as mech
@@ -236,8 +238,9 @@ class PrivateOracle:
         q·N (or m) *before* the noise (kuru2022 eq. (2.8)).  It is charged,
         amplified by the sampler, before the noise is drawn.
         """
+        w = as_params(w, self.model.dim)
         indices = self.batch(w)
-        total, _ = self.model.per_example_clipped_grad_sum(w, indices, self.c_grad)
+        total, _ = self.model._clipped_grad_sum(w, indices, self.c_grad)
         value = total / self.weight if mean else total
         return mech.release(value, event, ledger=self.ledger, rng=self.rng, sampler=self.sampler,
                             secure_noise=self.secure_noise)
@@ -267,8 +270,13 @@ class PrivateOracle:
 
     def ray(self, w, g, indices=None) -> Ray:
         """The clipped loss of ``indices`` along w − η g, weighted by the public q·N (not released)."""
-        return Ray._along(self.model, np.asarray(w, dtype=float), np.asarray(g, dtype=float),
-                          self.c_obj, indices, self.weight, self.query)
+        return Ray.of_model(self.model, w, g, cap=self.c_obj, indices=indices, weight=self.weight,
+                            query=self.query)
+
+    def _ray(self, w, g, indices) -> Ray:
+        """:meth:`ray` over a minibatch this oracle drew (``indices``), ``w`` and ``g`` checked here."""
+        w, g = check_direction(w, g, self.model.dim)
+        return Ray._along(self.model, w, g, self.c_obj, indices, self.weight, self.query)
 
     def line_search(self, w, g, steps, *, alpha: float, budget: float):
         """AboveThreshold over the Armijo queries at ``steps`` along w − η g on a fresh batch.
@@ -276,7 +284,7 @@ class PrivateOracle:
         Returns the index of the chosen step (−1: none); see
         :func:`~dpopt.oracles.line_search.above_threshold_search`.
         """
-        ray = self.ray(w, g, self.batch(w))
+        ray = self._ray(w, g, self.batch(w))
         event = None if math.isinf(budget) else self._event("line_search", budget)[0]
         # A lazy oracle asks one candidate per pass unless a few per pass are cheaper than the
         # per-pass round trips (public q·N and k only; same event, same output distribution).
@@ -298,7 +306,7 @@ class PrivateOracle:
         Lee & Kifer 2018's NoisyMin through the exponential mechanism (the exact one with
         ``secure_noise``: same ε, scores rounded to a grid).
         """
-        scores = self.ray(w, direction, self.batch(w)).at(steps)
+        scores = self._ray(w, direction, self.batch(w)).at(steps)
         return int(mech.exponential(-scores, epsilon=epsilon, sensitivity=self.c_obj, ledger=self.ledger,
                                     rng=self.rng, sampler=self.sampler, secure_noise=self.secure_noise))
 
