@@ -49,7 +49,7 @@ def angle_between(a, b) -> float:
     if norm == 0.0 or not math.isfinite(norm):
         return INITIAL_ANGLE
     cosine = min(max(float(a @ b) / norm, -1.0), 1.0)
-    return float(np.degrees(np.arccos(cosine)))
+    return math.degrees(math.acos(cosine))  # (the floats of np.degrees(np.arccos(·)), without the ufunc calls)
 
 
 @dataclass

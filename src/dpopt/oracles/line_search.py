@@ -214,7 +214,8 @@ class Ray:
         ray = cls.__new__(cls)  # the checks of __init__ hold by construction here
         ray.fn, ray.slope, ray.sensitivity = fn, np.asarray(weight * gg, dtype=float), cap
         ray._origin = (_ZERO if w.ndim == 1 else np.zeros(np.shape(ww))) if relative else None
-        ray._parts = (data, public if mu else None)
+        # (the clipped sum's sign in f, the clipped sum, the public part): f = sign·sum + public
+        ray._parts = (-1.0 if relative else 1.0, decrease if relative else along, public if mu else None)
         return ray
 
 
@@ -281,17 +282,18 @@ def above_threshold_search(ray: Ray, steps: np.ndarray, *, alpha: float, budget:
 
 
 def _chunked_queries(ray: Ray, steps: np.ndarray, alpha: float):
-    """``queries(start, stop)``: :func:`_queries` at ``steps[..., start:stop]``, the same floats.
+    """``queries(start, stop)``: :func:`_queries` at ``steps[..., start:stop]``.
 
     For a ray of :meth:`Ray.of_model` the public terms — f(w) − α η ‖g‖² and the regularizer —
-    are computed for all candidates at once (elementwise, so each entry is the float the
-    whole-ladder expression gives) and each chunk evaluates only the clipped sum.
+    are computed for all candidates at once, and each chunk evaluates only the clipped sum:
+    q = (f(w) − α η ‖g‖² − public(η)) − sign·sum(η).
     """
     if ray._parts is None:
         return lambda start, stop: _queries(ray, steps[..., start:stop], alpha)
-    data, public = ray._parts
+    sign, clipped_sum, public = ray._parts
     armijo = ray.origin[..., None] - alpha * steps * ray.slope[..., None]
-    if public is None:
-        return lambda start, stop: armijo[..., start:stop] - data(steps[..., start:stop])
-    regularizer = public(steps)
-    return lambda start, stop: armijo[..., start:stop] - (data(steps[..., start:stop]) + regularizer[..., start:stop])
+    if public is not None:
+        armijo -= public(steps)
+    if sign < 0.0:  # "decrease": f(w − ηg) − f(w) = −sum + public
+        return lambda start, stop: armijo[..., start:stop] + clipped_sum(steps[..., start:stop])
+    return lambda start, stop: armijo[..., start:stop] - clipped_sum(steps[..., start:stop])

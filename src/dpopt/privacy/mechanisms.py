@@ -488,12 +488,34 @@ class AboveThresholdSession:
         self.asked += 1
         return fired
 
+    def _ask_one_search(self, queries: np.ndarray) -> np.ndarray:
+        """:meth:`ask_block` of a session of one search whose noise was drawn when it opened (the
+        line-search oracle's case): the same comparisons, in Python scalars where they are scalars."""
+        k, start = queries.shape[0], self.asked
+        if k == 0:
+            raise ValueError("queries must have shape (k,) with k >= 1, got (0,)")
+        if not np.isfinite(queries).all():
+            raise ValueError("queries contains NaN or infinite value(s)")
+        if not self.active:
+            raise RuntimeError("every repetition has already halted; open a new session")
+        if start + k > self._noise.shape[-1]:
+            raise RuntimeError(f"this session was opened for {self._noise.shape[-1]} queries")
+        above = self._run.units(queries) + self._noise[start : start + k] >= self._threshold
+        self.asked = start + k
+        first = int(above.argmax())
+        if not above[first]:
+            return np.array(-1)
+        self.active = np.zeros((), dtype=bool)
+        return np.array(first)
+
     def ask_block(self, queries) -> np.ndarray:
         """Answers of the next k queries (last axis k, leading axes ``batch_shape``) → per
         repetition the position in the block of the first query above the threshold, −1 where
         none is (or where the repetition had already fired).  The same noise, comparisons and
         stream as k calls of :meth:`ask`, or as :func:`above_threshold` when ``queries`` was given."""
         queries = np.asarray(queries, dtype=float)
+        if not self.batch_shape and self._noise is not None and queries.ndim == 1:
+            return self._ask_one_search(queries)
         if queries.ndim == 0 or queries.shape[:-1] != self.batch_shape or queries.shape[-1] == 0:
             raise ValueError(f"queries must have shape {self.batch_shape} + (k,) with k >= 1, got {queries.shape}")
         if not np.isfinite(queries).all():
