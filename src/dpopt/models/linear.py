@@ -255,22 +255,24 @@ class LinearModel(PrivateModel):
         """
         lo = -cap if decrease else 0.0
         if w.ndim == 1 and isinstance(self.loss, MarginLoss):
-            a, b, loss = y * z, y * u, self.loss.loss
-            base = loss(a) if decrease else None
+            a, b, along = y * z, y * u, self.loss.loss_along
+            base = self.loss.loss(a) if decrease else None
+
+            def clipped_sum(c, sl):  # (k, rows) losses -> (k,) sums of the clipped terms
+                if decrease:
+                    np.subtract(base[sl], c, out=c)
+                np.maximum(c, lo, out=c)  # np.clip(c, lo, cap), without its Python-level dispatch
+                return np.minimum(c, cap, out=c).sum(axis=1)
 
             def values(steps):
                 steps = steps_for(steps, w)
                 rows = max(256, _EVAL_ENTRIES // max(steps.shape[-1], 1))
+                if y.shape[0] <= rows:  # one block (a minibatch)
+                    return clipped_sum(along(a, b, steps), slice(None))
                 out = np.zeros(steps.shape)
                 for start in range(0, y.shape[0], rows):
                     sl = slice(start, start + rows)
-                    margins = np.multiply.outer(steps, b[sl])  # (k, rows)
-                    np.subtract(a[sl], margins, out=margins)
-                    c = loss(margins)
-                    if decrease:
-                        np.subtract(base[sl], c, out=c)
-                    np.maximum(c, lo, out=c)  # np.clip(c, lo, cap), without its Python-level dispatch
-                    out += np.minimum(c, cap, out=c).sum(axis=1)
+                    out += clipped_sum(along(a[sl], b[sl], steps), sl)
                 return out
 
             return values

@@ -251,6 +251,13 @@ class MarginLoss(LinearLoss):
     def dphi(self, z, y):
         return y * self.dloss(y * z)
 
+    def loss_along(self, a, b, steps) -> np.ndarray:
+        """``ℓ(a_i − η_j b_i)``, one row per step η_j and one column per record i: the losses of a
+        line search w − η g, with ``a = y·Xw`` and ``b = y·Xg`` (chen2020 Algorithm 1's queries)."""
+        margins = np.multiply.outer(steps, b)
+        np.subtract(a, margins, out=margins)
+        return self.loss(margins)
+
     def _coefs(self, z, y):
         np.multiply(z, y, out=z)
         g = self.dloss(z)
@@ -293,6 +300,13 @@ class LogisticLoss(MarginLoss):
 
     def dloss(self, m):
         return -_sigmoid_of_negative(_floating(m))
+
+    def loss_along(self, a, b, steps) -> np.ndarray:
+        if a.dtype != np.float64 or b.dtype != np.float64:
+            return super().loss_along(a, b, steps)
+        t = np.multiply.outer(steps, b)
+        t -= a  # η b − a = −(a − η b), the same floats negated
+        return np.logaddexp(0.0, t, out=t)
 
     def _coefs(self, z, y):
         # s = y·ℓ'(m) = −y·σ(−m), five in-place passes over the (R, block) array.
