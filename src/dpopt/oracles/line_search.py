@@ -204,9 +204,13 @@ class Ray:
         def data(steps):  # the private part: the clipped sum
             return -decrease(steps) if relative else along(steps)
 
-        def public(steps):  # (μ/2)‖w − η g‖² = (μ/2)(‖w‖² − 2η w·g + η²‖g‖²), counted weight times
-            base = 0.0 if relative else ww[..., None]
-            return weight * 0.5 * mu * (base - 2.0 * steps * wg[..., None] + steps**2 * gg[..., None])
+        # the public part, weight·(μ/2)‖w − η g‖² = c₀ + c₁η + c₂η² (relative: less weight·(μ/2)‖w‖²)
+        half = weight * 0.5 * mu
+        coefs = (half * ww if not relative else 0.0, -2.0 * half * wg, half * gg)
+
+        def public(steps):
+            c0, c1, c2 = (np.asarray(c)[..., None] for c in coefs)
+            return c0 + steps * (c1 + c2 * steps)
 
         def fn(steps):
             return data(steps) + public(steps) if mu else data(steps)
@@ -214,8 +218,8 @@ class Ray:
         ray = cls.__new__(cls)  # the checks of __init__ hold by construction here
         ray.fn, ray.slope, ray.sensitivity = fn, np.asarray(weight * gg, dtype=float), cap
         ray._origin = (_ZERO if w.ndim == 1 else np.zeros(np.shape(ww))) if relative else None
-        # (the clipped sum's sign in f, the clipped sum, the public part): f = sign·sum + public
-        ray._parts = (-1.0 if relative else 1.0, decrease if relative else along, public if mu else None)
+        # (the clipped sum's sign in f, the clipped sum, (c₀, c₁, c₂) or None): f = sign·sum + public
+        ray._parts = (-1.0 if relative else 1.0, decrease if relative else along, coefs if mu else None)
         return ray
 
 
@@ -284,16 +288,18 @@ def above_threshold_search(ray: Ray, steps: np.ndarray, *, alpha: float, budget:
 def _chunked_queries(ray: Ray, steps: np.ndarray, alpha: float):
     """``queries(start, stop)``: :func:`_queries` at ``steps[..., start:stop]``.
 
-    For a ray of :meth:`Ray.of_model` the public terms — f(w) − α η ‖g‖² and the regularizer —
-    are computed for all candidates at once, and each chunk evaluates only the clipped sum:
-    q = (f(w) − α η ‖g‖² − public(η)) − sign·sum(η).
+    For a ray of :meth:`Ray.of_model` the public terms — f(w) − α η ‖g‖² less the regularizer's
+    c₀ + c₁η + c₂η² — are one quadratic in η, evaluated for all candidates at once, and each
+    chunk evaluates only the clipped sum: q = (K₀ + η(K₁ + K₂η)) − sign·sum(η).
     """
     if ray._parts is None:
         return lambda start, stop: _queries(ray, steps[..., start:stop], alpha)
-    sign, clipped_sum, public = ray._parts
-    armijo = ray.origin[..., None] - alpha * steps * ray.slope[..., None]
-    if public is not None:
-        armijo -= public(steps)
+    sign, clipped_sum, coefs = ray._parts
+    c0, c1, c2 = (0.0, 0.0, 0.0) if coefs is None else coefs
+    k1 = np.asarray(-alpha * ray.slope - c1)[..., None]
+    armijo = steps * (k1 - np.asarray(c2)[..., None] * steps) if coefs is not None else steps * k1
+    if sign > 0.0 or coefs is not None and not np.all(np.asarray(c0) == 0.0):  # "objective": f(w) − c₀
+        armijo = armijo + np.asarray(ray.origin - c0)[..., None]
     if sign < 0.0:  # "decrease": f(w − ηg) − f(w) = −sum + public
         return lambda start, stop: armijo[..., start:stop] + clipped_sum(steps[..., start:stop])
     return lambda start, stop: armijo[..., start:stop] - clipped_sum(steps[..., start:stop])
