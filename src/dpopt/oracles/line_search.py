@@ -296,10 +296,16 @@ def _chunked_queries(ray: Ray, steps: np.ndarray, alpha: float):
         return lambda start, stop: _queries(ray, steps[..., start:stop], alpha)
     sign, clipped_sum, coefs = ray._parts
     c0, c1, c2 = (0.0, 0.0, 0.0) if coefs is None else coefs
-    k1 = np.asarray(-alpha * ray.slope - c1)[..., None]
-    armijo = steps * (k1 - np.asarray(c2)[..., None] * steps) if coefs is not None else steps * k1
-    if sign > 0.0 or coefs is not None and not np.all(np.asarray(c0) == 0.0):  # "objective": f(w) − c₀
-        armijo = armijo + np.asarray(ray.origin - c0)[..., None]
+    if not ray.batch_shape:  # one search: Python floats
+        k1, c2 = float(-alpha * ray.slope - c1), float(c2)
+        armijo = steps * (k1 - c2 * steps) if c2 else steps * k1
+        if sign > 0.0:  # "objective": f(w) − c₀
+            armijo += float(ray.origin - c0)
+    else:
+        k1 = np.asarray(-alpha * ray.slope - c1)[..., None]
+        armijo = steps * (k1 - np.asarray(c2)[..., None] * steps)
+        if sign > 0.0:
+            armijo = armijo + np.asarray(ray.origin - c0)[..., None]
     if sign < 0.0:  # "decrease": f(w − ηg) − f(w) = −sum + public
         return lambda start, stop: armijo[..., start:stop] + clipped_sum(steps[..., start:stop])
     return lambda start, stop: armijo[..., start:stop] - clipped_sum(steps[..., start:stop])
