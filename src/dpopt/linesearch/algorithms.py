@@ -468,7 +468,7 @@ def _descend(model, epsilon, delta, rng, hyper: LineSearchHyper, *, method: str,
         if charged > 2:  # a failed search took from the iterations still planned: share what is left
             rho, bt = fit_remaining(hyper, ledger=ledger, rate=rate, remaining=last - t, rho=rho, bt=bt,
                                     event_of=_charged(model, hyper, rate, oracle.c_grad, oracle.c_obj)
-                                    if secure else None, before=before)
+                                    if secure else None, before=before, charged=oracle.step_event)
         if t % hyper.tau == 0:
             eta0, omega = reset_initial_step(eta0, omega, hyper.varsigma), []
         if hyper.trajectory:

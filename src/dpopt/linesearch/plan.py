@@ -204,7 +204,8 @@ def plan_run(hyper, *, ledger, epsilon: float, delta: float, rate: float, prior:
 
 
 def fit_remaining(hyper, *, ledger, rate: float, remaining: int, rho: float, bt: float,
-                  event_of=None, before: tuple[float, float] | None = None) -> tuple[float, float]:
+                  event_of=None, before: tuple[float, float] | None = None,
+                  charged=None) -> tuple[float, float]:
     """(ρ_grad, bt), scaled down as ε_iter (by λ ≤ 1: ρ·λ², ε_BT·λ or ρ_BT·λ²) so that ``remaining``
     iterations plus the reserve still fit the ledger's room at its filter order.
 
@@ -216,7 +217,12 @@ def fit_remaining(hyper, *, ledger, rate: float, remaining: int, rho: float, bt:
     ``event_of``: as for :func:`plan_run`.  ``before``: the (ρ_grad, bt) in force before
     that iteration's increase, if known; the scale that brings the budgets back to them is
     tried first (see :func:`_shrink`).  The result fits, and is within 1 % (of λ) of the
-    largest λ that does.
+    largest λ that does — except that, when the budgets in force do not fit, ``before`` itself is
+    returned if the rest still fits at it (the increase then served the retried search only):
+    ``charged(ρ, bt)`` is one iteration's event as the ledger checks it (the oracle's
+    ``step_event``), whose cost at the filter order the ledger already holds
+    (:meth:`~dpopt.privacy.Ledger.filter_cost`), so the run's budgets return to values whose RDP
+    curves exist instead of new ones (each new one costs ~0.3–0.6 ms at a filter's orders).
     """
     orders, room = ledger.remaining_rdp()
     if remaining <= 0 or not np.any(room > 0.0):
@@ -239,6 +245,9 @@ def fit_remaining(hyper, *, ledger, rate: float, remaining: int, rho: float, bt:
     g0 = gap(0.0)  # the budgets in force usually fit: one value
     if g0 >= 0.0:
         return rho, bt
+    if before is not None and charged is not None and getattr(ledger, "filter_order", None) is not None:
+        if room[0] >= remaining * (1.0 + RESERVE) * ledger.filter_cost(charged(*before)):
+            return before
     guess = None
     if before is not None and before[0] > 0.0 and before[1] > 0.0:
         guess = min(0.5 * math.log(before[0] / rho), math.log(before[1] / bt) / power)

@@ -344,6 +344,13 @@ class Ledger:
         """Budget ε minus spent ε (for RDP and zCDP a headroom, not an additive quantity)."""
         return PrivacySpent(max(self.epsilon - self.spent().epsilon, 0.0), self.delta, self.notion)
 
+    def filter_cost(self, event: ev.Event) -> float:
+        """The RDP of ``event`` at this Rényi filter's order: the very float :meth:`can_afford` and
+        :meth:`charge` add for it (cached per event object; ``ValueError`` without a filter order)."""
+        if self.filter_order is None:
+            raise ValueError("filter_cost needs a Renyi filter (fix_filter_order)")
+        return self._accountant.focused_cost(event)
+
     def remaining_rdp(self) -> tuple[np.ndarray, np.ndarray]:
         """(orders, room): per RDP order, how much more RDP fits in the (ε, δ) budget.
 

@@ -937,6 +937,14 @@ class RDPAccountant(AccountantBase):
         self._values = ev.IdentityCache(_CURVES_BY_ID)  # event -> its RDP at the focus order
         self._rdp = self._base = None  # materialized by _arrays() when asked
 
+    def focused_cost(self, event: ev.Event) -> float:
+        """The RDP of ``event`` at the focus order (:meth:`focus`), the value :meth:`compose` adds."""
+        if self._focus is None:
+            raise ValueError("focused_cost needs a focus order (focus())")
+        if not isinstance(event, ev.Event):
+            raise TypeError(f"event must be a privacy Event, got {type(event).__name__}")
+        return self._focused(event)
+
     def _focused(self, event: ev.Event) -> float:
         """The RDP of ``event`` at the focus order: its curve's entry there, from the orders ≥ it."""
         value = self._values.get(event)
