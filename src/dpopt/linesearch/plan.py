@@ -217,12 +217,12 @@ def fit_remaining(hyper, *, ledger, rate: float, remaining: int, rho: float, bt:
     ``event_of``: as for :func:`plan_run`.  ``before``: the (ρ_grad, bt) in force before
     that iteration's increase, if known; the scale that brings the budgets back to them is
     tried first (see :func:`_shrink`).  The result fits, and is within 1 % (of λ) of the
-    largest λ that does — except that, when the budgets in force do not fit, ``before`` itself is
-    returned if the rest still fits at it (the increase then served the retried search only):
-    ``charged(ρ, bt)`` is one iteration's event as the ledger checks it (the oracle's
-    ``step_event``), whose cost at the filter order the ledger already holds
-    (:meth:`~dpopt.privacy.Ledger.filter_cost`), so the run's budgets return to values whose RDP
-    curves exist instead of new ones (each new one costs ~0.3–0.6 ms at a filter's orders).
+    largest λ that does — or it is ``before`` itself, when that is at least the scaled answer in
+    both budgets and the rest still fits at it: ``charged(ρ, bt)`` is one iteration's event as the
+    ledger checks it (the oracle's ``step_event``), whose cost at the filter order the ledger
+    already holds (:meth:`~dpopt.privacy.Ledger.filter_cost`).  The run's budgets then return to
+    values whose RDP curves exist instead of new ones (a new one costs ~0.3–0.6 ms at a filter's
+    orders); at the cliff described in :func:`_shrink` this is the common case.
     """
     orders, room = ledger.remaining_rdp()
     if remaining <= 0 or not np.any(room > 0.0):
@@ -245,9 +245,6 @@ def fit_remaining(hyper, *, ledger, rate: float, remaining: int, rho: float, bt:
     g0 = gap(0.0)  # the budgets in force usually fit: one value
     if g0 >= 0.0:
         return rho, bt
-    if before is not None and charged is not None and getattr(ledger, "filter_order", None) is not None:
-        if room[0] >= remaining * (1.0 + RESERVE) * ledger.filter_cost(charged(*before)):
-            return before
     guess = None
     if before is not None and before[0] > 0.0 and before[1] > 0.0:
         guess = min(0.5 * math.log(before[0] / rho), math.log(before[1] / bt) / power)
@@ -256,7 +253,14 @@ def fit_remaining(hyper, *, ledger, rate: float, remaining: int, rho: float, bt:
         u = _brent(gap, fit, fail, _RESCALE_TOL)
     elif u is None:  # or bracket below the smallest u known not to fit, in steps of 25 %
         u = _largest(gap, fail, cap=fail, step=_RESCALE_STEP, tol=_RESCALE_TOL, values=values)
-    return (rho, bt) if u is None else scaled(u)
+    if u is None:
+        return rho, bt
+    out = scaled(u)
+    if (before is not None and charged is not None and getattr(ledger, "filter_order", None) is not None
+            and before[0] >= out[0] and before[1] >= out[1]
+            and room[0] >= remaining * (1.0 + RESERVE) * ledger.filter_cost(charged(*before))):
+        return before  # at least the budgets of the scaled answer, and curves the ledger holds
+    return out
 
 
 def _shrink(gap, g0: float, tol: float, guess: float | None = None) -> tuple[float | None, float | None, float]:

@@ -152,6 +152,7 @@ class PrivateOracle:
         else:
             raise TypeError(f"sampler must be a PoissonSampler or FixedSizeSampler, got {type(sampler).__name__}")
         self._fixed = isinstance(self.sampler, FixedSizeSampler)
+        self._stream = None  # the Poisson sample stream, opened at the first batch
         self.c_grad = check_positive("c_grad", c_grad)
         self.c_obj = check_positive("c_obj", c_obj)
         self.noise = check_choice("noise", noise, NOISES)
@@ -216,14 +217,18 @@ class PrivateOracle:
     def batch(self, w=None):
         """Indices of a fresh minibatch, or None for the full data.
 
-        Poisson: one sample shared by every row of ``w``.  Fixed size (m < n):
+        Poisson: one sample shared by every row of ``w``, the next of this oracle's
+        :meth:`~dpopt.privacy.PoissonSampler.stream` (independent samples, drawn a block at a
+        time from the sampling generator).  Fixed size (m < n):
         ``(R, m)``, an independent m-subset per row of a batch ``w`` of shape
         ``(R, d)`` (one ``(m,)`` subset for ``w`` of shape ``(d,)``).
         """
         if self.sampler is None:
             return None
-        if not self._fixed:
-            return self.sampler.indices(self.model.n, self._sampling_rng)
+        if not self._fixed:  # one stream per oracle: samples drawn a block at a time (PoissonSampler.stream)
+            if self._stream is None:
+                self._stream = self.sampler.stream(self.model.n, self._sampling_rng)
+            return self._stream.next()
         if self.sampler.batch_size == self.sampler.n:
             return None
         repetitions = np.shape(w)[0] if np.ndim(w) == 2 else None
