@@ -369,3 +369,41 @@ def test_float32_logistic_values_and_slopes_for_every_margin():
     np.testing.assert_allclose(value, exact, rtol=3e-7, atol=2.0**-23)
     np.testing.assert_allclose(slope, LogisticLoss().dloss(m.astype(float)), rtol=3e-7, atol=1e-38)
     assert np.all((slope >= -1) & (slope <= 0))
+
+
+@pytest.mark.parametrize(
+    "loss", [LogisticLoss(), HingeLoss(), HuberizedHingeLoss(), HuberizedHingeLoss(h=0.2)],
+    ids=["logistic", "hinge", "huber0.5", "huber0.2"],
+)
+def test_loss_along_is_the_loss_at_each_step_bit_for_bit(loss):
+    """``loss_along(a, b, steps)[j] == loss(a − η_j b)`` exactly, one row per step (float64)."""
+    rng = np.random.default_rng(3)
+    m = 257
+    a = rng.normal(scale=4.0, size=m)
+    a[:3] = [0.0, 40.0, -800.0]  # a zero margin, a saturated loss and one whose e^{-m} overflows
+    b = rng.normal(scale=3.0, size=m)
+    steps = np.array([0.0, 1e-3, 0.37, 1.0, 2.5, 1e3])
+    got = loss.loss_along(a, b, steps)
+    assert got.shape == (len(steps), m) and got.dtype == np.float64
+    want = np.stack([loss.loss(a - eta * b) for eta in steps])
+    assert np.array_equal(got, want)
+
+
+def test_logistic_loss_along_float32_margins_take_the_generic_path_bit_for_bit():
+    """float32 a and b (a float32 objective's margins): LogisticLoss falls back to
+    MarginLoss.loss_along; the rows are still ``loss(a − η_j b)`` exactly, in float64 (the steps' dtype)."""
+    loss = LogisticLoss()
+    rng = np.random.default_rng(4)
+    a = rng.normal(scale=4.0, size=100).astype(np.float32)
+    b = rng.normal(scale=3.0, size=100).astype(np.float32)
+    steps = np.array([0.0, 0.25, 1.0, 7.0])
+    got = loss.loss_along(a, b, steps)
+    assert got.shape == (4, 100)
+    want = np.stack([loss.loss(a - eta * b) for eta in steps])
+    assert got.dtype == want.dtype
+    assert np.array_equal(got, want)
+    # and as float32 steps: float32 rows, the same as the loss of float32 margins
+    steps32 = steps.astype(np.float32)
+    got32 = loss.loss_along(a, b, steps32)
+    assert got32.dtype == np.float32
+    assert np.array_equal(got32, np.stack([loss.loss(a - eta * b) for eta in steps32]))
