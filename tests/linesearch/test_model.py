@@ -279,3 +279,95 @@ def test_full_data_margins_are_shared_between_queries_at_the_same_point():
     np.testing.assert_allclose(model.per_example_clipped_grad_sum(w, None, 1.0)[0],
                                fresh.per_example_clipped_grad_sum(w, None, 1.0)[0], rtol=1e-12)
     assert not np.allclose(total, model.per_example_clipped_grad_sum(w, None, 1.0)[0])
+
+
+def _plain_phi(name, z, y):
+    """φ(z, y) of the named loss, written from its definition (the reference of the tests below)."""
+    m = y * z
+    if name == "logistic":
+        return np.log1p(np.exp(-m))
+    if name == "hinge":
+        return np.maximum(0.0, 1.0 - m)
+    if name == "huberized_hinge":  # h = 0.5 (chen2020 §5.3)
+        return np.where(m < 0.5, 1.0 - m, np.where(m > 1.5, 0.0, (1.5 - m) ** 2 / 2.0))
+    return 0.5 * (z - y) ** 2  # squared
+
+
+def _plain_sums(name, X, y, w, g, idx, steps, cap, decrease):
+    """Σ_i clip(φ(z_i) − φ(z_i − η u_i), −C, C) (``decrease``) or Σ_i clip(φ(z_i − η u_i), 0, C) per η."""
+    if idx is not None:
+        X, y = X[idx], y[idx]
+    z, u = X @ w, X @ g
+    out = []
+    for eta in steps:
+        after = _plain_phi(name, z - eta * u, y)
+        terms = np.clip(_plain_phi(name, z, y) - after, -cap, cap) if decrease else np.clip(after, 0.0, cap)
+        out.append(terms.sum())
+    return np.array(out)
+
+
+def _spy_blocks(model):
+    """Count the calls of the model's ``loss.loss_along`` (one per evaluation block of the margin path)."""
+    calls = [0]
+    along = getattr(model.loss, "loss_along", None)
+
+    def counted(*args):
+        calls[0] += 1
+        return along(*args)
+
+    if along is not None:
+        model.loss.loss_along = counted
+    return calls
+
+
+@pytest.mark.parametrize("loss", ["logistic", "hinge", "huberized_hinge", "squared"])
+@pytest.mark.parametrize("decrease", [True, False], ids=["decrease", "loss"])
+@pytest.mark.parametrize("size", ["minibatch", "blocks"])
+def test_sum_along_of_a_single_w_matches_the_plain_clipped_sums(loss, decrease, size):
+    """``clipped_decrease_along``/``clipped_loss_along`` at a 1-D w (the margin fast path of ``_sum_along``
+    for margin losses, the general path for SquaredLoss) against the sums written out, for a one-block
+    minibatch (200 rows) and for the full data of 40,000 records (several evaluation blocks)."""
+    n = 40_000 if size == "blocks" else 500
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(n, 4))
+    y = rng.normal(scale=2.0, size=n) if loss == "squared" else np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    model = LinearModel(loss, X, y)
+    w, g = np.array([0.8, -0.5, 0.3, 1.1]), np.array([0.4, 0.9, -0.7, 0.2])
+    idx = None if size == "blocks" else np.sort(rng.choice(n, 200, replace=False))
+    steps = np.array([3.0, 1.5, 0.75, 0.2, 0.05])
+    cap = 0.8  # some terms clipped, others not
+    calls = _spy_blocks(model)
+    query = model.clipped_decrease_along if decrease else model.clipped_loss_along
+    got = query(w, g, idx, cap)(steps)
+    want = _plain_sums(loss, X, y, w, g, idx, steps, cap, decrease)
+    assert got.shape == steps.shape
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14 * n * cap)
+    if loss != "squared":  # the margin path, in one block or in several
+        assert calls[0] == 1 if size == "minibatch" else calls[0] > 1
+
+
+@pytest.mark.parametrize("loss", ["logistic", "hinge", "huberized_hinge", "squared"])
+@pytest.mark.parametrize("decrease", [True, False], ids=["decrease", "loss"])
+@pytest.mark.parametrize("minibatch", [True, False], ids=["minibatch", "full"])
+def test_sum_along_terms_are_bounded_one_record_moves_each_sum_by_at_most_cap(loss, decrease, minibatch):
+    """Adding one record with extreme features and label moves every candidate's clipped sum by at most
+    C (the sensitivity of chen2020 Theorem 1's queries), and by about C here: its term is clipped."""
+    n = 300
+    rng = np.random.default_rng(12)
+    X = rng.normal(size=(n, 3))
+    y = rng.normal(size=n) if loss == "squared" else np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    extreme_x, extreme_y = np.array([60.0, -45.0, 80.0]), (-1e4 if loss == "squared" else -1.0)
+    X1, y1 = np.vstack([X, extreme_x]), np.append(y, extreme_y)
+    w, g = np.array([0.5, -0.2, 0.9]), np.array([-0.3, 0.6, 0.4])
+    steps = np.array([4.0, 1.0, 0.25, 0.01])
+    cap = 1.5
+    idx = np.sort(rng.choice(n, 120, replace=False)) if minibatch else None
+    idx1 = np.append(idx, n) if minibatch else None
+    values = []
+    for data, indices in (((X, y), idx), ((X1, y1), idx1)):
+        model = LinearModel(loss, *data)
+        query = model.clipped_decrease_along if decrease else model.clipped_loss_along
+        values.append(query(w, g, indices, cap)(steps))
+    change = np.abs(values[1] - values[0])
+    assert np.all(change <= cap * (1 + 1e-12)), change
+    assert change.max() >= 0.9 * cap  # the extreme record's term is clipped, not dropped
