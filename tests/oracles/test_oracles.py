@@ -266,3 +266,76 @@ def test_accelerated_minimize_spends_from_a_given_ledger():
     with pytest.raises(ValueError, match="relation"):
         accelerated.minimize(objective, np.zeros(3), 0.6, "dp-gd", feature_bound=3.0, iterations=5,
                              L=2.5, rng=1, ledger=Ledger(1.0))
+
+
+def _sampling_oracle(seed, *, n=2000, rate=0.05, query="objective", l2=1e-2):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    model = LinearModel("logistic", X, y, l2=l2)
+    return PrivateOracle(model, ledger=Ledger(1.0, 1e-6, "rdp"), rng=np.random.default_rng(seed),
+                         normalizer=n, rate=rate, c_grad=1.0, c_obj=0.7, query=query)
+
+
+def test_poisson_batches_are_one_seeded_stream_of_sorted_distinct_indices():
+    """PrivateOracle.batch draws the successive samples of one PoissonSampler.stream from its generator:
+    the same seed gives the same batches (those of the stream itself), successive batches differ, and
+    each is a sorted array of distinct int indices in range(n)."""
+    from dpopt.privacy import PoissonSampler
+
+    n, rate, count = 2000, 0.05, 12  # 12 batches: the stream's blocks of 1, 2, 4 and 8 samples
+    first, second = _sampling_oracle(7), _sampling_oracle(7)
+    batches = [first.batch().copy() for _ in range(count)]
+    again = [second.batch().copy() for _ in range(count)]
+    stream = PoissonSampler(rate).stream(n, np.random.default_rng(7))
+    expected = [stream.next().copy() for _ in range(count)]
+    for got, twin, want in zip(batches, again, expected, strict=True):
+        np.testing.assert_array_equal(got, twin)
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype.kind == "i" and got.ndim == 1
+        assert np.all(np.diff(got) > 0) and got[0] >= 0 and got[-1] < n
+        assert 50 <= got.size <= 150  # about q·n = 100 records each
+    assert all(not np.array_equal(a, b) for a, b in zip(batches, batches[1:]))
+    other = _sampling_oracle(8)
+    assert not np.array_equal(other.batch(), batches[0])  # another seed, another sequence
+
+
+@pytest.mark.parametrize("query", ["objective", "decrease"])
+@pytest.mark.parametrize("batched", [False, True], ids=["one", "batched"])
+def test_oracle_ray_over_its_batch_equals_ray_of_model(query, batched):
+    """The oracle's unchecked ray (``_ray``, the line search's path) over the indices it drew gives the
+    very queries of the public ``Ray.of_model`` over the same indices (and ``oracle.ray``)."""
+    from dpopt.oracles import Ray, armijo_queries
+
+    oracle = _sampling_oracle(3, query=query)
+    rng = np.random.default_rng(4)
+    w, g = (rng.normal(size=(2, 3)), rng.normal(size=(2, 3))) if batched else (rng.normal(size=3),
+                                                                                 rng.normal(size=3))
+    steps = np.array([2.0, 1.0, 0.5, 0.25, 0.1])
+    if batched:
+        steps = np.stack([steps, 3.0 * steps])
+    indices = oracle.batch(w)
+    rays = [oracle._ray(w, g, indices), oracle.ray(w, g, indices),
+            Ray.of_model(oracle.model, w, g, cap=oracle.c_obj, indices=indices, weight=oracle.weight,
+                         query=query)]
+    want = armijo_queries(rays[-1], steps, 0.3)
+    for ray in rays:
+        np.testing.assert_array_equal(ray.at(steps), rays[-1].at(steps))
+        np.testing.assert_array_equal(ray.origin, rays[-1].origin)
+        np.testing.assert_array_equal(ray.slope, rays[-1].slope)
+        np.testing.assert_array_equal(armijo_queries(ray, steps, 0.3), want)
+    # and not a ray over other records
+    other = Ray.of_model(oracle.model, w, g, cap=oracle.c_obj, indices=oracle.batch(w), weight=oracle.weight,
+                         query=query)
+    assert not np.array_equal(armijo_queries(other, steps, 0.3), want)
+
+
+@pytest.mark.parametrize("indices", [np.zeros((2, 3), dtype=int), np.array([0.0, 1.0, 5.0]),
+                                     np.array([True, False])], ids=["2-D", "float", "bool"])
+def test_ray_of_model_rejects_bad_indices_in_one_line(indices):
+    from dpopt.oracles import Ray
+
+    oracle = _sampling_oracle(5)
+    with pytest.raises(ValueError, match="indices must be a 1-D integer array") as info:
+        Ray.of_model(oracle.model, np.zeros(3), np.ones(3), cap=1.0, indices=indices, weight=100.0)
+    assert "\n" not in str(info.value)
