@@ -339,3 +339,35 @@ def test_ray_of_model_rejects_bad_indices_in_one_line(indices):
     with pytest.raises(ValueError, match="indices must be a 1-D integer array") as info:
         Ray.of_model(oracle.model, np.zeros(3), np.ones(3), cap=1.0, indices=indices, weight=100.0)
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("query", ["objective", "decrease"])
+@pytest.mark.parametrize("l2", [0.0, 0.05], ids=["mu0", "mu"])
+@pytest.mark.parametrize("batched", [False, True], ids=["one", "batched"])
+def test_chunked_queries_are_the_plain_armijo_queries(query, l2, batched):
+    """``_chunked_queries(ray, steps, α)(start, stop)`` (the public quadratic K₀ + η(K₁ + K₂η) for the
+    whole ladder, the clipped sum per chunk) equals q = f(w) − α η ‖g‖² − f(w − η g) (``_queries``) on
+    ``steps[..., start:stop]``, for rays of ``Ray.of_model`` with and without the regularizer."""
+    from dpopt.oracles import Ray
+    from dpopt.oracles.line_search import _chunked_queries, _queries
+
+    rng = np.random.default_rng(21)
+    n, d = 300, 4
+    X = rng.normal(scale=2.0, size=(n, d))
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    model = LinearModel("logistic", X, y, l2=l2)
+    ladder = 2.0 * 0.6 ** np.arange(15)
+    if batched:
+        w, g = rng.normal(size=(3, d)), rng.normal(size=(3, d))
+        steps = np.stack([ladder, 0.5 * ladder, 3.0 * ladder])
+    else:
+        w, g, steps = rng.normal(size=d), rng.normal(size=d), ladder
+    idx = np.sort(rng.choice(n, 120, replace=False))
+    ray = Ray.of_model(model, w, g, cap=1.3, indices=idx, weight=110.0, query=query)
+    alpha = 0.3
+    queries = _chunked_queries(ray, steps, alpha)
+    for start, stop in ((0, 3), (3, 9), (9, 15), (0, 15), (6, 7), (14, 15)):
+        got = queries(start, stop)
+        want = _queries(ray, steps[..., start:stop], alpha)
+        assert got.shape == want.shape == steps[..., start:stop].shape
+        np.testing.assert_allclose(got, want, rtol=1e-12)
