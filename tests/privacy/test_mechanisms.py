@@ -285,3 +285,81 @@ def test_sampler_wraps_the_same_event_object_once():
     fixed = FixedSizeSampler(10, 100)
     assert fixed.wrap(inner) is fixed.wrap(inner)
     assert fixed.wrap(inner) == ev.Subsampled(inner, 0.1, "without_replacement")
+
+
+@pytest.mark.parametrize("noise", ["laplace", "gaussian"])
+def test_one_search_session_asked_in_blocks_is_above_threshold(noise, monkeypatch):
+    """A one-search session opened with ``queries=15`` (``_ask_one_search``, the line search's path),
+    asked in blocks of 3, 6 and 6 up to the first query above the threshold, returns the index
+    above_threshold gives on the same queries from a generator of the same seed, and then halts; a
+    batch of R searches (the generic path) agrees row by row."""
+    calls = [0]
+    one_search = mech.AboveThresholdSession._ask_one_search
+
+    def counted(self, queries):
+        calls[0] += 1
+        return one_search(self, queries)
+
+    monkeypatch.setattr(mech.AboveThresholdSession, "_ask_one_search", counted)
+    event = (ev.AboveThreshold.laplace(0.5, 0.25, sensitivity=1.0) if noise == "laplace"
+             else ev.AboveThreshold.gaussian(1.5, 2.0, sensitivity=1.0))
+    k, blocks, seeds = 15, (3, 6, 6), 120
+
+    def ask(session, queries):
+        index, start = np.full(session.batch_shape, -1), 0
+        for size in blocks:
+            found = session.ask_block(queries[..., start : start + size])
+            index = np.where(found >= 0, start + found, index)
+            start += size
+            if not session.active.any():
+                break
+        return index
+
+    ladder = np.linspace(-9.0, 3.0, k)  # Armijo-like: the later candidates are more likely above
+    all_queries = ladder + rng(99).normal(0.0, 2.0, size=(seeds, k))
+    all_queries[::10] -= 40.0  # searches that find nothing
+    all_queries[1::10] += 12.0  # and searches that stop at once
+    found = []
+    for seed in range(seeds):
+        queries = all_queries[seed]
+        eager = mech.above_threshold(queries, event=event, ledger=Ledger(1e3, 1e-6, "rdp"), rng=rng(seed))
+        session = mech.AboveThresholdSession(event, ledger=Ledger(1e3, 1e-6, "rdp"), rng=rng(seed), queries=k)
+        index = ask(session, queries)
+        assert index.shape == () and int(index) == int(eager), seed
+        found.append(int(index))
+        if index >= 0:  # halted after the first above: no further question
+            with pytest.raises(RuntimeError, match="already halted"):
+                session.ask_block(queries[:1])
+    hits = np.array(found)
+    # the seeds stop in each of the three blocks, and some nowhere
+    assert np.any(hits == -1) and np.any((0 <= hits) & (hits < 3))
+    assert np.any((3 <= hits) & (hits < 9)) and np.any(hits >= 9)
+    assert calls[0] >= seeds
+    # the generic path: R searches in one session, the same blocks
+    calls[0] = 0
+    eager = mech.above_threshold(all_queries, event=event, ledger=Ledger(1e3, 1e-6, "rdp"), rng=rng(5))
+    session = mech.AboveThresholdSession(event, ledger=Ledger(1e3, 1e-6, "rdp"), rng=rng(5),
+                                         batch_shape=(seeds,), queries=k)
+    np.testing.assert_array_equal(ask(session, all_queries), eager)
+    assert calls[0] == 0
+
+
+def test_one_search_session_refuses_bad_blocks():
+    event = ev.AboveThreshold.laplace(0.5, 0.25, sensitivity=1.0)
+
+    def opened():
+        return mech.AboveThresholdSession(event, ledger=Ledger(1e3, 1e-6, "rdp"), rng=rng(0), queries=6)
+
+    for bad in ([-50.0, np.nan, -50.0], [np.inf], [-np.inf, -50.0]):
+        with pytest.raises(ValueError, match="NaN or infinite") as info:
+            opened().ask_block(bad)
+        assert "\n" not in str(info.value)
+    with pytest.raises(RuntimeError, match="opened for 6 queries"):
+        opened().ask_block(np.full(7, -1e9))
+    session = opened()
+    assert session.ask_block(np.full(4, -1e9)) == -1
+    with pytest.raises(RuntimeError, match="opened for 6 queries"):
+        session.ask_block(np.full(3, -1e9))  # 4 + 3 > 6
+    assert session.ask_block(np.full(2, 1e9)) == 0  # the remaining two still fit; the first is above
+    with pytest.raises(ValueError, match="k >= 1"):
+        opened().ask_block(np.zeros(0))
