@@ -438,3 +438,41 @@ def test_a_filter_child_of_a_plain_ledger_charges_its_guarantee_once():
     assert small.events == [] and greedy.filter_order is None
     assert json.loads(ev.RenyiBound(32.0, 0.5).to_json())["type"] == "renyi_bound"
     assert ev.from_json(bound.to_json()) == bound
+
+
+@pytest.mark.parametrize("order", [8.0, 32.0])
+def test_filter_cost_is_what_a_charge_adds_at_the_filter_order(order):
+    """``Ledger.filter_cost(event)`` is the very float a charge adds to the composed RDP at the filter
+    order: after == before + cost, bit for bit, both in the filter's own value and in the full curve
+    the accountant materializes from the events' curves at every order; a repeated event composes as
+    base + count·cost."""
+    ledger = Ledger(50.0, 1e-6, "rdp")
+    ledger.fix_filter_order(order)
+    i = ledger.accountant.order_index(order)
+    step = ev.Composed((ev.Subsampled(ev.Gaussian(1.2), 0.02),
+                        ev.Subsampled(ev.AboveThreshold.laplace(0.3, 0.15), 0.02)))
+    events = [ev.Gaussian(40.0), ev.Subsampled(ev.Gaussian(0.9), 0.05), step,
+              ev.Subsampled(ev.AboveThreshold.gaussian(3.0, 4.0), 0.01), ev.Laplace(scale=80.0)]
+    for event in events:
+        cost = ledger.filter_cost(event)
+        assert isinstance(cost, float) and cost > 0.0
+        assert cost == RDPAccountant().cost(event)[i]  # the event's curve at that order
+        before = ledger.accountant
+        before_value, before_curve = before._value_at(i), before.rdp[i] if ledger.events else 0.0
+        ledger.charge(event)
+        after = ledger.accountant
+        assert after._value_at(i) == before_value + cost
+        assert after.rdp[i] == before_curve + cost
+    base, cost = ledger.accountant.rdp[i], ledger.filter_cost(step)
+    ledger.charge(step)
+    ledger.charge(step)  # the same event twice in a row: one run of two
+    assert ledger.accountant.rdp[i] == ledger.accountant._value_at(i) == base + 2 * cost
+    assert ledger.filter_cost(step) == cost  # unchanged by charging
+
+
+def test_filter_cost_needs_a_filter_order():
+    event = ev.Subsampled(ev.Gaussian(1.0), 0.01)
+    for ledger in (Ledger(1.0, 1e-6, "rdp"), Ledger(1.0)):
+        with pytest.raises(ValueError, match="filter_cost needs a Renyi filter") as info:
+            ledger.filter_cost(event)
+        assert "\n" not in str(info.value)
