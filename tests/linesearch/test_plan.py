@@ -251,3 +251,64 @@ def test_fit_remaining_takes_few_evaluations_in_a_run(monkeypatch):
     assert len(counts) >= 3 and max(counts) <= 3, counts
     replay = RDPAccountant().compose(ev.Composed(result.events))
     assert replay.epsilon_at(delta, result.info["filter_order"]) <= epsilon
+
+
+def _filter_ledger_and_oracle(epsilon, delta, rate, noise, planned=100, spent=10):
+    """A Rényi-filter ledger made as ``_descend`` makes it (the plan's orders, the plan's filter order),
+    ``spent`` iterations charged at the plan's budgets, and an oracle whose ``step_event`` it checks."""
+    from dpopt.linesearch.plan import PLAN_ORDERS
+    from dpopt.oracles import PrivateOracle
+
+    hyper = LineSearchHyper(planned_iterations=planned, noise=noise)
+    ledger = Ledger(epsilon, delta, "rdp", orders=PLAN_ORDERS)
+    plan = plan_run(hyper, ledger=ledger, epsilon=epsilon, delta=delta, rate=rate)
+    ledger.fix_filter_order(plan.order)
+    oracle = PrivateOracle(make_model(n=500), ledger=ledger, rng=np.random.default_rng(1), normalizer=500,
+                           rate=rate, c_grad=0.5, c_obj=1.0, noise=noise)
+    for _ in range(spent):
+        ledger.charge(oracle.step_event(plan.rho_grad, plan.budget_bt))
+    return hyper, ledger, oracle, plan
+
+
+def _leave_room(ledger, room):
+    """Charge a Gaussian event that leaves about ``room`` RDP at the filter order (α/(2σ²) at order α)."""
+    extra = ledger.remaining_rdp()[1][0] - room
+    assert extra > 0.0
+    ledger.charge(ev.Gaussian(math.sqrt(ledger.filter_order / (2.0 * extra))))
+    return float(ledger.remaining_rdp()[1][0])
+
+
+@pytest.mark.parametrize(("noise", "epsilon", "delta", "rate", "increase", "slack", "expect"), [
+    ("laplace", 1.0, 1e-6, 0.01, (1.3, 1.0), 0.01, "before"),  # a larger ρ: the answer lowers ε_BT
+    ("gaussian", 0.4, 1e-8, 0.002, (1.0, 1.3), 0.01, "before"),  # the floor benchmark's rate
+    ("laplace", 1.0, 1e-6, 0.01, (1.0, 1.3), 0.01, "larger"),  # the answer keeps more ε_BT than before
+    ("gaussian", 1.0, 1e-6, 0.01, (1.3, 1.0), 0.01, "larger"),  # the answer keeps more ρ than before
+    ("laplace", 1.0, 1e-6, 0.01, (1.3, 1.0), -0.05, "no room"),  # the rest does not fit at before
+])
+def test_fit_remaining_returns_before_only_when_it_dominates_and_fits(noise, epsilon, delta, rate, increase,
+                                                                     slack, expect):
+    """After a failed search raised the budgets (ρ, bt) = (a·ρ₀, b·bt₀), ``fit_remaining`` with ``before``
+    = (ρ₀, bt₀) and ``charged`` = the oracle's ``step_event`` returns ``before`` itself exactly when it is
+    at least the scaled answer (the result without ``charged``) in both budgets and the remaining
+    iterations fit at it (checked at the filter's own cost of that event); the scaled answer otherwise.
+    Either way the remaining iterations and the reserve fit the room at the filter order."""
+    hyper, ledger, oracle, plan = _filter_ledger_and_oracle(epsilon, delta, rate, noise)
+    before = (plan.rho_grad, plan.budget_bt)
+    remaining = 40
+    wanted = remaining * (1.0 + RESERVE)
+    room = _leave_room(ledger, wanted * ledger.filter_cost(oracle.step_event(*before)) * math.exp(slack))
+    options = {"ledger": ledger, "rate": rate, "remaining": remaining, "rho": increase[0] * before[0],
+               "bt": increase[1] * before[1], "before": before}
+    scaled = fit_remaining(hyper, **options)
+    got = fit_remaining(hyper, **options, charged=oracle.step_event)
+    dominates = before[0] >= scaled[0] and before[1] >= scaled[1]
+    fits_before = wanted * ledger.filter_cost(oracle.step_event(*before)) <= room
+    assert scaled != before
+    if expect == "before":
+        assert dominates and fits_before
+        assert got == before  # the very floats (no new RDP curves)
+    else:
+        assert not dominates if expect == "larger" else (dominates and not fits_before)
+        assert got == scaled
+    assert wanted * ledger.filter_cost(oracle.step_event(*got)) <= room
+    assert wanted * ledger.filter_cost(oracle.step_event(*scaled)) <= room
