@@ -36,7 +36,11 @@ so a loop that ran until the budget was spent made 1,450–3,124 iterations at
    steps Ω chosen since the last reset (§4.2);
 6. after an iteration with a failed search, the budgets in force are scaled
    down (as ε_iter) if the iterations still planned would no longer fit what
-   is left (:func:`~dpopt.linesearch.plan.fit_remaining`).  With
+   is left (:func:`~dpopt.linesearch.plan.fit_remaining`), or set back to the
+   budgets of before that iteration's increase when those are at least the scaled
+   ones and the rest still fits at them (on DP-BLSGD's usual budgets the
+   increase does not fit and this is the common case: the run then reuses RDP
+   curves it has instead of computing new ones).  With
    ``secure_noise`` the run also stops (``info["stop"] == "noise"``) if they
    shrank so far that a release would need more noise than the exact samplers
    draw (:data:`dpopt.privacy.mechanisms.SECURE_MAX_SCALE` grid steps).
