@@ -371,3 +371,55 @@ def test_chunked_queries_are_the_plain_armijo_queries(query, l2, batched):
         want = _queries(ray, steps[..., start:stop], alpha)
         assert got.shape == want.shape == steps[..., start:stop].shape
         np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_a_record_whose_margins_overflow_raises_nothing_and_keeps_every_term_clipped():
+    """Without a declared data_norm a record can make X w overflow (inf − inf = NaN in a margin):
+    its clipped terms stay within their ranges (NaN -> the range's end), so whether such a record
+    is in the minibatch changes no error and no structure of the output (privacy review finding)."""
+    X = np.array([[1.0, 0.0], [0.5, 0.5], [1e300, -1e300]])
+    y = np.array([1.0, -1.0, 1.0])
+    steps = np.array([1.0, 0.5, 0.25])
+    answers = []
+    for rows in (2, 3):  # neighbours: the extreme record removed / present
+        model = LinearModel("logistic", X[:rows], y[:rows])
+        oracle = PrivateOracle(model, ledger=Ledger(10.0, 1e-6, "rdp"), rng=np.random.default_rng(0),
+                               normalizer=3, c_grad=1.0, c_obj=1.0, query="decrease")
+        with np.errstate(all="ignore"):
+            g = oracle.noisy_gradient(np.array([1e9, 1e9]), 0.1)
+            index = oracle.line_search(np.zeros(2), np.array([1e9, -1e9]), steps, alpha=0.5, budget=0.1)
+            values = model.clipped_decrease_along(np.zeros(2), np.array([1e9, -1e9]), None, 1.0)(steps)
+            losses = model.clipped_loss_along(np.zeros(2), np.array([1e9, -1e9]), None, 1.0)(steps)
+            total, _ = model.per_example_clipped_grad_sum(np.array([1e9, -1e9]), None, 1.0)
+        assert np.all(np.isfinite(g)) and np.all(np.isfinite(total)) and -1 <= int(index) < 3
+        assert np.all(np.isfinite(values)) and np.all(np.isfinite(losses))
+        answers.append((values, losses))
+    # the added record moves each clipped sum by at most the cap
+    assert np.all(np.abs(answers[1][0] - answers[0][0]) <= 1.0)
+    assert np.all(np.abs(answers[1][1] - answers[0][1]) <= 1.0)
+
+
+def test_a_subclass_overriding_a_query_is_what_the_oracle_calls():
+    """A LinearModel subclass that overrides a public query (and not its unchecked twin) is not
+    bypassed by the oracle's fast path."""
+    calls = []
+
+    class Counting(LinearModel):
+        def per_example_clipped_grad_sum(self, w, indices, clip):
+            calls.append("grad")
+            return super().per_example_clipped_grad_sum(w, indices, clip)
+
+        def clipped_decrease_along(self, w, direction, indices, cap):
+            calls.append("decrease")
+            return super().clipped_decrease_along(w, direction, indices, cap)
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 3))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    model = Counting("logistic", X, np.where(X[:, 0] > 0, 1.0, -1.0), data_norm=1.0)
+    oracle = PrivateOracle(model, ledger=Ledger(10.0, 1e-6, "rdp"), rng=rng, normalizer=40, c_grad=1.0,
+                           query="decrease")
+    oracle.noisy_gradient(np.zeros(3), 0.5)
+    oracle.line_search(np.zeros(3), np.ones(3), np.array([1.0, 0.5]), alpha=0.5, budget=1.0)
+    assert calls == ["grad", "decrease"]
+    assert LinearModel._clipped_grad_sum is not Counting._clipped_grad_sum

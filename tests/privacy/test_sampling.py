@@ -307,3 +307,11 @@ def test_stream_validation():
     with pytest.raises(TypeError, match="rng must be a numpy Generator"):
         sampler.stream(10, np.random.RandomState(0))
     assert repr(sampler.stream(10, np.random.default_rng(0))) == "PoissonStream(rate=0.1, n=10)"
+
+
+def test_stream_refuses_a_block_beyond_exact_gap_sums():
+    """An explicit block must keep block·n ≤ 2^53 (the gap sums are exact there); the default stays below."""
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="2\\*\\*53"):
+        PoissonSampler(0.01).stream(1 << 40, rng, block=1 << 14)
+    PoissonSampler(0.01).stream(1 << 40, rng, block=1 << 13)

@@ -110,6 +110,21 @@ def start_point(model: PrivateModel, w0) -> np.ndarray:
     return w0.copy()
 
 
+#: (query, its unchecked twin that :class:`~dpopt.oracles.PrivateOracle` calls).
+_ORACLE_TWINS = (("per_example_clipped_grad_sum", "_clipped_grad_sum"),
+                 ("clipped_loss_along", "_clipped_loss_along"),
+                 ("clipped_decrease_along", "_clipped_decrease_along"))
+
+
+def _calling(public: str):
+    """A twin that calls the query ``public`` of the model it is called on."""
+    def twin(self, *args):
+        return getattr(self, public)(*args)
+
+    twin.__name__ = f"_{public}_twin"
+    return twin
+
+
 class PrivateModel(ABC):
     """The model contract every private oracle programs against (see the module notes).
 
@@ -184,6 +199,14 @@ class PrivateModel(ABC):
             return np.asarray(out, dtype=float).reshape(points.shape[:-1])
 
         return values
+
+    def __init_subclass__(cls, **kwargs):
+        """A subclass that overrides a query but not its unchecked twin (the oracle's path, below)
+        gets a twin that calls its override, so the oracle never bypasses it."""
+        super().__init_subclass__(**kwargs)
+        for public, twin in _ORACLE_TWINS:
+            if public in cls.__dict__ and twin not in cls.__dict__:
+                setattr(cls, twin, _calling(public))
 
     # -- the oracle's path: the same queries on arguments it has checked ---------------------
     def _clipped_grad_sum(self, w, indices, clip):

@@ -196,10 +196,13 @@ class LinearModel(PrivateModel):
         Per block of rows: one pass ``z = X_b w`` and one pass ``X_bᵀ r``; on the full
         data ``z`` is shared with a line search or NoisyMax at the same point.
         """
-        return self._clipped_grad_sum(as_params(w, self.dim), _check_indices(indices), check_positive("clip", clip))
+        return LinearModel._clipped_grad_sum(self, as_params(w, self.dim), _check_indices(indices),
+                                             check_positive("clip", clip))
 
     def _clipped_grad_sum(self, w, indices, clip):
-        """:meth:`per_example_clipped_grad_sum` on checked arguments (the oracle's path)."""
+        """:meth:`per_example_clipped_grad_sum` on checked arguments (the oracle's path; the public
+        methods call these three by name, so a subclass's twins, which call its overrides, are not
+        re-entered: :meth:`PrivateModel.__init_subclass__`)."""
         full = indices is None
         if not full and w.ndim == 1 and len(indices) <= _BLOCK_ROWS:  # a minibatch of one block
             obj = self.objective
@@ -223,13 +226,13 @@ class LinearModel(PrivateModel):
         w = as_params(w, self.dim)
         cap = check_positive("cap", cap)
         z, _, y = self._predictions(w, None, _check_indices(indices))
-        return _scalar(np.clip(self.loss.phi(z, y), 0.0, cap).sum(axis=-1))
+        return _scalar(np.fmin(np.fmax(self.loss.phi(z, y), 0.0), cap).sum(axis=-1))  # NaN -> 0
 
     def clipped_loss_along(self, w, direction, indices, cap):
         """Σ_B min{max{φ(z_i − η u_i), 0}, C}: ``z = X_B w`` and ``u = X_B d`` are computed once,
         then each call evaluates the loss only, in row blocks of :data:`_EVAL_ENTRIES` entries."""
         w, direction = check_direction(w, direction, self.dim)
-        return self._clipped_loss_along(w, direction, _check_indices(indices), check_positive("cap", cap))
+        return LinearModel._clipped_loss_along(self, w, direction, _check_indices(indices), check_positive("cap", cap))
 
     def _clipped_loss_along(self, w, direction, indices, cap):
         """:meth:`clipped_loss_along` on checked arguments (the oracle's path)."""
@@ -238,7 +241,8 @@ class LinearModel(PrivateModel):
     def clipped_decrease_along(self, w, direction, indices, cap):
         """Σ_B clip(φ(z_i) − φ(z_i − η u_i), −C, C) with ``z``, ``u`` and φ(z) computed once."""
         w, direction = check_direction(w, direction, self.dim)
-        return self._clipped_decrease_along(w, direction, _check_indices(indices), check_positive("cap", cap))
+        return LinearModel._clipped_decrease_along(self, w, direction, _check_indices(indices),
+                                                  check_positive("cap", cap))
 
     def _clipped_decrease_along(self, w, direction, indices, cap):
         """:meth:`clipped_decrease_along` on checked arguments (the oracle's path)."""
@@ -252,6 +256,9 @@ class LinearModel(PrivateModel):
         cache).  For one parameter vector and a margin loss ℓ(y z) (the line search's case) the
         margins are a − η b with a = y z and b = y u (the same floats as y(z − η u): y = ±1), laid
         out one candidate per row, so that each candidate's sum runs along contiguous memory.
+        A term that is NaN (inf − inf, from a record so large that X w overflows, possible without
+        a declared ``data_norm``) is taken as the lower end of its range (``np.fmax``): still
+        within it, so the sensitivity holds, and no error or NaN depends on one record.
         """
         lo = -cap if decrease else 0.0
         if w.ndim == 1 and isinstance(self.loss, MarginLoss):
@@ -261,8 +268,8 @@ class LinearModel(PrivateModel):
             def clipped_sum(c, sl):  # (k, rows) losses -> (k,) sums of the clipped terms
                 if decrease:
                     np.subtract(base[sl], c, out=c)
-                np.maximum(c, lo, out=c)  # np.clip(c, lo, cap), without its Python-level dispatch
-                return np.minimum(c, cap, out=c).sum(axis=1)
+                np.fmax(c, lo, out=c)  # np.clip(c, lo, cap) without its dispatch, and NaN -> lo (see _sum_along)
+                return np.fmin(c, cap, out=c).sum(axis=1)
 
             def values(steps):
                 steps = steps_for(steps, w)
@@ -290,8 +297,8 @@ class LinearModel(PrivateModel):
                 c = self.loss.phi(margins, y[sl, None])
                 if decrease:
                     np.subtract(base[..., sl, None], c, out=c)
-                np.maximum(c, lo, out=c)
-                out += np.minimum(c, cap, out=c).sum(axis=-2)
+                np.fmax(c, lo, out=c)
+                out += np.fmin(c, cap, out=c).sum(axis=-2)
             return out
 
         return values

@@ -126,8 +126,8 @@ class LinearLoss(Loss):
     def _clipped_coefs(self, z, y, thresholds) -> np.ndarray:
         """``clip(s, −t, t)``: coefficients of the clipped gradients (may overwrite ``z``)."""
         s = self._coefs(z, y)
-        np.minimum(s, thresholds, out=s)
-        return np.maximum(s, -thresholds, out=s)
+        np.fmin(s, thresholds, out=s)  # (fmin/fmax: a NaN coefficient, from an overflowed x·w, becomes ±t)
+        return np.fmax(s, -thresholds, out=s)
 
     # -- the data passes ------------------------------------------------------------------
     @staticmethod
@@ -269,7 +269,7 @@ class MarginLoss(LinearLoss):
         np.multiply(z, y, out=z)
         g = self.dloss(z)
         np.negative(g, out=g)
-        np.minimum(g, thresholds, out=g)
+        np.fmin(g, thresholds, out=g)  # NaN (from an overflowed x·w) -> t: still within the clip
         g *= -y
         return g
 
@@ -319,7 +319,7 @@ class LogisticLoss(MarginLoss):
         # −y·min(σ(−m), t), six in-place passes over the (R, block) array.
         np.multiply(z, y, out=z)
         _sigmoid_of_negative(z, out=z)
-        np.minimum(z, thresholds, out=z)
+        np.fmin(z, thresholds, out=z)  # NaN (from an overflowed x·w) -> t: still within the clip
         z *= -y
         return z
 
@@ -395,7 +395,7 @@ class HuberizedHingeLoss(MarginLoss):
     def _clipped_coefs(self, z, y, thresholds):
         ny = -y
         t = self._ramp(z, ny)
-        np.minimum(t, np.minimum(thresholds, 1.0), out=t)
+        np.fmin(t, np.minimum(thresholds, 1.0), out=t)  # NaN (from an overflowed x·w) -> the clip
         t *= ny
         return t
 

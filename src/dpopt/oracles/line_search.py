@@ -99,9 +99,9 @@ class Ray:
         Δ_q, the most one record can change any query (C_obj for clipped sums).
     """
 
-    #: ``(data, public)`` for a ray of :meth:`of_model`: fn(η) = data(η) + public(η) (public: the
-    #: regularizer, None without one), so a search computes the public part of all its
-    #: candidates at once; None for a ray from any ``fn``.
+    #: ``(sign, clipped_sum, coefs)`` for a ray of :meth:`of_model`: fn(η) = sign·clipped_sum(η)
+    #: + c₀ + c₁η + c₂η² with ``coefs = (c₀, c₁, c₂)`` the public regularizer (None without one),
+    #: so a search computes the public part of all its candidates at once; None for a ray from any ``fn``.
     _parts = None
 
     def __init__(self, fn: Callable[[np.ndarray], np.ndarray], origin, slope, sensitivity: float):

@@ -168,6 +168,8 @@ class PoissonStream:
             raise TypeError(f"rng must be a numpy Generator, got {type(rng).__name__}")
         self.rng = rng
         self.block = None if block is None else check_int("block", block)
+        if self.block is not None and self.block * self.n > 1 << 53:
+            raise ValueError(f"block * n must be <= 2**53 (exact gap sums), got block={self.block} and n={self.n}")
         self._uniform = self.rate > _GAP_RATE_MAX
         if self._uniform:
             cap = _STREAM_ROWS // self.n
