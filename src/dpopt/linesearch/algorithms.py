@@ -259,8 +259,8 @@ class LineSearchHyper:
         :func:`dpopt.privacy.rdp.above_threshold_rdp`).  Measured on Adult (ε = 0.4, δ = 1e-8,
         q = 0.02, ``benchmarks/bench_linesearch_secure.py``, 3 seeds): the plans are the float
         ones (DP-BLSGD ε_iter 0.174, σ/C_grad 5.74 with the Laplace search), test accuracy
-        0.824 → 0.823, CPU time per iteration 1.4 → 3.8 ms (Laplace search) and 1.4 → 5.5 ms
-        (Gaussian search); DP-BLGD 0.819 → 0.821 at the same ~17 ms.
+        0.823 → 0.821, CPU time per iteration 1.1 → 3.1 ms (Laplace search) and 1.1 → 4.1 ms
+        (Gaussian search); DP-BLGD 0.819 → 0.820 at 16 → 19 ms.
     """
 
     rate: float = 0.02
