@@ -129,15 +129,14 @@ def _fits(hyper, rate, orders, room, rho, bt, event_of=None) -> np.ndarray:
 
 
 def _largest(gap, start: float, cap: float | None = None, *, step: float = math.log(4.0),
-             tol: float = _LOG_TOL, values: dict | None = None) -> float | None:
+             tol: float = _LOG_TOL) -> float | None:
     """The largest u (≤ ``cap``) with ``gap(u) ≥ 0`` for a decreasing ``gap``, to ``tol``, bracketing
     in steps of ``step``; None if there is none within 40 (log units) below ``start``.
 
     ``gap`` is evaluated once per point (the bracket's ends are asked again by the bracketing
-    and by Brent's method, and its root once more at the end; each value costs an RDP curve);
-    ``values`` (u → gap(u)) holds values already known.
+    and by Brent's method, and its root once more at the end; each value costs an RDP curve).
     """
-    values = {} if values is None else values
+    values: dict = {}
     plain = gap
 
     def gap(u: float) -> float:
@@ -252,7 +251,7 @@ def fit_remaining(hyper, *, ledger, rate: float, remaining: int, rho: float, bt:
     if u is None and fit is not None:  # the secant steps misbehaved: Brent in the bracket they found
         u = _brent(gap, fit, fail, _RESCALE_TOL)
     elif u is None:  # or bracket below the smallest u known not to fit, in steps of 25 %
-        u = _largest(gap, fail, cap=fail, step=_RESCALE_STEP, tol=_RESCALE_TOL, values=values)
+        u = _largest(gap, fail, cap=fail, step=_RESCALE_STEP, tol=_RESCALE_TOL)  # (gap keeps its values)
     if u is None:
         return rho, bt
     out = scaled(u)

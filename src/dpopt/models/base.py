@@ -63,7 +63,7 @@ import numpy as np
 from .._validation import check_finite_array, check_positive
 from ..objectives._arrays import as_params
 
-__all__ = ["PrivateModel", "check_model", "start_point", "steps_for", "check_direction"]
+__all__ = ["PrivateModel", "check_model", "start_point", "steps_for", "check_direction", "check_indices"]
 
 
 def _scalar(v):
@@ -88,6 +88,20 @@ def check_direction(w, direction, dim: int) -> tuple[np.ndarray, np.ndarray]:
     if w.shape != direction.shape:
         raise ValueError(f"direction must have the shape of w {w.shape}, got {direction.shape}")
     return w, direction
+
+
+def check_indices(indices):
+    """``indices`` as a 1-D integer array of record indices (or None: every record); one-line
+    ``ValueError`` otherwise."""
+    if indices is None:
+        return None
+    indices = np.asarray(indices)
+    if indices.ndim != 1 or indices.dtype.kind not in "iu":  # (dtype.kind: cheaper than issubdtype)
+        raise ValueError(
+            "indices must be a 1-D integer array of record indices, "
+            f"got shape {indices.shape} and dtype {indices.dtype}"
+        )
+    return indices
 
 
 def check_model(model) -> PrivateModel:

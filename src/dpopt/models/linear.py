@@ -17,7 +17,7 @@ from .._validation import check_int, check_nonnegative, check_positive
 from ..objectives import L2, MarginLoss, Objective, Zero
 from ..objectives._arrays import as_params, ensure_finite_result
 from ..objectives.bounds import clip_thresholds, project_rows
-from .base import PrivateModel, _scalar, check_direction, steps_for
+from .base import PrivateModel, _scalar, check_direction, check_indices, steps_for
 
 __all__ = ["LinearModel"]
 
@@ -30,17 +30,18 @@ _BLOCK_ROWS = 1024
 _EVAL_ENTRIES = 2**15
 
 
-def _check_indices(indices):
-    """``indices`` as a 1-D integer array (or None: every record); one-line ``ValueError`` otherwise."""
-    if indices is None:
-        return None
-    indices = np.asarray(indices)
-    if indices.ndim != 1 or indices.dtype.kind not in "iu":  # (dtype.kind: cheaper than issubdtype)
-        raise ValueError(
-            "indices must be a 1-D integer array of record indices, "
-            f"got shape {indices.shape} and dtype {indices.dtype}"
-        )
-    return indices
+def _clip_terms(c: np.ndarray, base, lo: float, cap: float) -> np.ndarray:
+    """``c`` (losses; ``base − c`` when ``base`` is given) clipped to [lo, cap], in place.
+
+    ``np.fmax``/``np.fmin`` instead of ``np.clip``: no Python-level dispatch, and a NaN term (inf −
+    inf, from a record so large that X w overflows, possible without a declared ``data_norm``)
+    lands at ``lo``: still within the range, so the sensitivity holds and no error or NaN depends
+    on one record.
+    """
+    if base is not None:
+        np.subtract(base, c, out=c)
+    np.fmax(c, lo, out=c)
+    return np.fmin(c, cap, out=c)
 
 
 class LinearModel(PrivateModel):
@@ -131,7 +132,7 @@ class LinearModel(PrivateModel):
         query needs is made while the block is in cache, so each selected row
         is read from memory once per query instead of once per pass.  With
         ``indices=None`` the full data is one block (sequential passes; the
-        loss blocks them itself).  ``indices`` were checked (:func:`_check_indices`).
+        loss blocks them itself).  ``indices`` were checked (:func:`~dpopt.models.base.check_indices`).
         """
         obj = self.objective
         if indices is None:
@@ -196,7 +197,7 @@ class LinearModel(PrivateModel):
         Per block of rows: one pass ``z = X_b w`` and one pass ``X_bᵀ r``; on the full
         data ``z`` is shared with a line search or NoisyMax at the same point.
         """
-        return LinearModel._clipped_grad_sum(self, as_params(w, self.dim), _check_indices(indices),
+        return LinearModel._clipped_grad_sum(self, as_params(w, self.dim), check_indices(indices),
                                              check_positive("clip", clip))
 
     def _clipped_grad_sum(self, w, indices, clip):
@@ -225,14 +226,14 @@ class LinearModel(PrivateModel):
     def clipped_loss_sum(self, w, indices, cap):
         w = as_params(w, self.dim)
         cap = check_positive("cap", cap)
-        z, _, y = self._predictions(w, None, _check_indices(indices))
-        return _scalar(np.fmin(np.fmax(self.loss.phi(z, y), 0.0), cap).sum(axis=-1))  # NaN -> 0
+        z, _, y = self._predictions(w, None, check_indices(indices))
+        return _scalar(_clip_terms(self.loss.phi(z, y), None, 0.0, cap).sum(axis=-1))
 
     def clipped_loss_along(self, w, direction, indices, cap):
         """Σ_B min{max{φ(z_i − η u_i), 0}, C}: ``z = X_B w`` and ``u = X_B d`` are computed once,
         then each call evaluates the loss only, in row blocks of :data:`_EVAL_ENTRIES` entries."""
         w, direction = check_direction(w, direction, self.dim)
-        return LinearModel._clipped_loss_along(self, w, direction, _check_indices(indices), check_positive("cap", cap))
+        return LinearModel._clipped_loss_along(self, w, direction, check_indices(indices), check_positive("cap", cap))
 
     def _clipped_loss_along(self, w, direction, indices, cap):
         """:meth:`clipped_loss_along` on checked arguments (the oracle's path)."""
@@ -241,7 +242,7 @@ class LinearModel(PrivateModel):
     def clipped_decrease_along(self, w, direction, indices, cap):
         """Σ_B clip(φ(z_i) − φ(z_i − η u_i), −C, C) with ``z``, ``u`` and φ(z) computed once."""
         w, direction = check_direction(w, direction, self.dim)
-        return LinearModel._clipped_decrease_along(self, w, direction, _check_indices(indices),
+        return LinearModel._clipped_decrease_along(self, w, direction, check_indices(indices),
                                                   check_positive("cap", cap))
 
     def _clipped_decrease_along(self, w, direction, indices, cap):
@@ -256,9 +257,7 @@ class LinearModel(PrivateModel):
         cache).  For one parameter vector and a margin loss ℓ(y z) (the line search's case) the
         margins are a − η b with a = y z and b = y u (the same floats as y(z − η u): y = ±1), laid
         out one candidate per row, so that each candidate's sum runs along contiguous memory.
-        A term that is NaN (inf − inf, from a record so large that X w overflows, possible without
-        a declared ``data_norm``) is taken as the lower end of its range (``np.fmax``): still
-        within it, so the sensitivity holds, and no error or NaN depends on one record.
+        The terms are clipped by :func:`_clip_terms` (a NaN term lands at the range's lower end).
         """
         lo = -cap if decrease else 0.0
         if w.ndim == 1 and isinstance(self.loss, MarginLoss):
@@ -266,10 +265,7 @@ class LinearModel(PrivateModel):
             base = self.loss.loss(a) if decrease else None
 
             def clipped_sum(c, sl):  # (k, rows) losses -> (k,) sums of the clipped terms
-                if decrease:
-                    np.subtract(base[sl], c, out=c)
-                np.fmax(c, lo, out=c)  # np.clip(c, lo, cap) without its dispatch, and NaN -> lo (see _sum_along)
-                return np.fmin(c, cap, out=c).sum(axis=1)
+                return _clip_terms(c, None if base is None else base[sl], lo, cap).sum(axis=1)
 
             def values(steps):
                 steps = steps_for(steps, w)
@@ -294,11 +290,9 @@ class LinearModel(PrivateModel):
             for start in range(0, y.shape[0], rows):
                 sl = slice(start, start + rows)
                 margins = z[..., sl, None] - u[..., sl, None] * steps[..., None, :]  # (..., b, k)
-                c = self.loss.phi(margins, y[sl, None])
-                if decrease:
-                    np.subtract(base[..., sl, None], c, out=c)
-                np.fmax(c, lo, out=c)
-                out += np.fmin(c, cap, out=c).sum(axis=-2)
+                c = _clip_terms(self.loss.phi(margins, y[sl, None]), None if base is None else base[..., sl, None],
+                                lo, cap)
+                out += c.sum(axis=-2)
             return out
 
         return values

@@ -35,7 +35,7 @@ import numpy as np
 
 from .._validation import check_choice, check_open_unit, check_positive
 from ..models import PrivateModel, check_model
-from ..models.base import check_direction
+from ..models.base import check_direction, check_indices
 from ..privacy import events as ev
 from ..privacy import mechanisms as mech
 
@@ -168,11 +168,7 @@ class Ray:
         check_choice("query", query, QUERIES)
         w, g = check_direction(w, g, model.dim)
         cap = check_positive("cap", cap)
-        indices = None if indices is None else np.asarray(indices)
-        if indices is not None and (indices.ndim != 1 or indices.dtype.kind not in "iu"):
-            raise ValueError(
-                f"indices must be a 1-D integer array, got shape {indices.shape} and dtype {indices.dtype}"
-            )
+        indices = check_indices(indices)
         if weight is None:
             if indices is not None:
                 raise ValueError(
