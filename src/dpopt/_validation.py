@@ -91,7 +91,7 @@ def check_finite_array(name: str, array, *, ndim: int | tuple[int, ...] | None =
         allowed = (ndim,) if isinstance(ndim, int) else ndim
         if out.ndim not in allowed:
             raise ValueError(f"{name} must have ndim in {allowed}, got shape {out.shape}")
-    if not np.isfinite(out).all():  # (the method: no Python-level dispatch of np.all)
+    if not np.logical_and.reduce(np.isfinite(out), axis=None):  # (the ufunc: no Python-level frame of .all())
         bad = int(np.size(out) - np.count_nonzero(np.isfinite(out)))
         raise ValueError(f"{name} contains {bad} NaN or infinite value(s)")
     return out

@@ -399,6 +399,60 @@ def test_a_filter_checks_one_order_where_the_grid_would_accept_any():
     assert Ledger.from_json(filt.to_json()).spent() == filt.spent()
 
 
+def test_a_filter_decides_alone_in_one_pass_as_the_full_check_does(monkeypatch):
+    """A root or detached filter checks and composes a charge in one pass (Ledger._filter_room,
+    RDPAccountant._compose_within) when it fits with room to spare, and otherwise asks the full
+    check: over random streams of alternating events, up to and past the budget and at budgets that
+    land a charge within the rounding margin, it accepts and refuses exactly what a ledger without
+    the one-pass path does, with the same composed RDP at every step."""
+    from dpopt.privacy.rdp import filter_order
+
+    pool = [ev.Subsampled(ev.Gaussian(2.0), 0.01), ev.Subsampled(ev.AboveThreshold.laplace(0.2, 0.1), 0.01),
+            ev.Laplace(scale=50.0), ev.Gaussian(8.0)]
+    calls = [0]
+    within = RDPAccountant._compose_within
+
+    def counted(self, *args, **kwargs):
+        calls[0] += 1
+        return within(self, *args, **kwargs)
+
+    monkeypatch.setattr(RDPAccountant, "_compose_within", counted)
+    gen = np.random.default_rng(3)
+    for _ in range(6):
+        epsilon, delta = float(gen.uniform(0.2, 2.0)), 1e-6
+        order = filter_order(pool[0], epsilon, delta)
+        fast = Ledger(epsilon, delta, "rdp", filter_order=order)
+        slow = Ledger(epsilon, delta, "rdp", filter_order=order)
+        slow._filter_room = lambda: None  # the full check only
+        stream = [pool[j] for j in gen.integers(0, len(pool), size=3000)]
+        accepted = 0
+        for event in stream:
+            ok = fast.can_afford(event)
+            assert ok == slow.can_afford(event)
+            if ok:
+                fast.charge(event)
+                slow.charge(event)
+                accepted += 1
+            else:
+                with pytest.raises(BudgetExceededError):
+                    fast.charge(event)
+                with pytest.raises(BudgetExceededError):
+                    slow.charge(event)
+            assert fast._accountant._value == slow._accountant._value
+        assert 0 < accepted < len(stream)  # the budget ran out within the stream
+        assert fast.events == slow.events
+        np.testing.assert_array_equal(fast.accountant.rdp, slow.accountant.rdp)
+    assert calls[0] > 0
+    # a charge landing within the rounding margin of B(α) goes to the exact check
+    event = pool[2]
+    probe = Ledger(1.0, 1e-6, "rdp", filter_order=32.0)
+    cost = probe._accountant.focused_cost(event)
+    edge = Ledger(1.0, 1e-6, "rdp", filter_order=32.0)
+    edge._room = (cost, 1e-9)  # room exactly the cost: within the margin, so not decided in one pass
+    assert not edge._accountant._compose_within(event, *edge._room, compose=False)
+    assert edge.can_afford(event) == probe.can_afford(event)
+
+
 def test_filter_order_is_fixed_before_the_run_and_up_the_chain():
     ledger = Ledger(1.0, 1e-6, "rdp")
     with pytest.raises(ValueError, match="not one of"):

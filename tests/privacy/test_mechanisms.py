@@ -288,19 +288,13 @@ def test_sampler_wraps_the_same_event_object_once():
 
 
 @pytest.mark.parametrize("noise", ["laplace", "gaussian"])
-def test_one_search_session_asked_in_blocks_is_above_threshold(noise, monkeypatch):
-    """A one-search session opened with ``queries=15`` (``_ask_one_search``, the line search's path),
-    asked in blocks of 3, 6 and 6 up to the first query above the threshold, returns the index
-    above_threshold gives on the same queries from a generator of the same seed, and then halts; a
-    batch of R searches (the generic path) agrees row by row."""
-    calls = [0]
-    one_search = mech.AboveThresholdSession._ask_one_search
-
-    def counted(self, queries):
-        calls[0] += 1
-        return one_search(self, queries)
-
-    monkeypatch.setattr(mech.AboveThresholdSession, "_ask_one_search", counted)
+def test_one_search_asked_in_chunks_is_above_threshold(noise):
+    """One search asked in chunks up to the first query above the threshold — by
+    ``above_threshold_first`` (the line search's path; chunks 3, 6, 12 and 1, 1, 1, …) and by a
+    session opened for 15 queries (blocks 3, 6, 6) — returns the index above_threshold gives on the
+    same queries from a generator of the same seed, leaves that generator where above_threshold
+    leaves it, and computes no answer after the first above; a batch of R searches in one session
+    agrees row by row."""
     event = (ev.AboveThreshold.laplace(0.5, 0.25, sensitivity=1.0) if noise == "laplace"
              else ev.AboveThreshold.gaussian(1.5, 2.0, sensitivity=1.0))
     k, blocks, seeds = 15, (3, 6, 6), 120
@@ -322,26 +316,61 @@ def test_one_search_session_asked_in_blocks_is_above_threshold(noise, monkeypatc
     found = []
     for seed in range(seeds):
         queries = all_queries[seed]
-        eager = mech.above_threshold(queries, event=event, ledger=Ledger(1e3, 1e-6, "rdp"), rng=rng(seed))
+        gen = rng(seed)
+        eager = int(mech.above_threshold(queries, event=event, ledger=Ledger(1e3, 1e-6, "rdp"), rng=gen))
+        after = gen.random()
         session = mech.AboveThresholdSession(event, ledger=Ledger(1e3, 1e-6, "rdp"), rng=rng(seed), queries=k)
         index = ask(session, queries)
-        assert index.shape == () and int(index) == int(eager), seed
-        found.append(int(index))
+        assert index.shape == () and int(index) == eager, seed
         if index >= 0:  # halted after the first above: no further question
             with pytest.raises(RuntimeError, match="already halted"):
                 session.ask_block(queries[:1])
+        for first, growth in ((3, 2), (1, 1), (4, 1)):
+            asked = []
+
+            def answers(start, stop, asked=asked, queries=queries):
+                asked.append((start, stop))
+                return queries[start:stop].copy()
+
+            gen = rng(seed)
+            ledger = Ledger(1e3, 1e-6, "rdp")
+            got = mech.above_threshold_first(answers, k, event=event, ledger=ledger, rng=gen,
+                                             first_chunk=first, growth=growth)
+            assert got == eager and gen.random() == after, (seed, first, growth)
+            assert ledger.events == [event]
+            assert asked[0][0] == 0 and all(a[1] == b[0] for a, b in zip(asked, asked[1:], strict=False))
+            last = asked[-1]
+            assert (last[0] <= got < last[1]) if got >= 0 else last[1] == k  # nothing after the first above
+        found.append(eager)
     hits = np.array(found)
     # the seeds stop in each of the three blocks, and some nowhere
     assert np.any(hits == -1) and np.any((0 <= hits) & (hits < 3))
     assert np.any((3 <= hits) & (hits < 9)) and np.any(hits >= 9)
-    assert calls[0] >= seeds
-    # the generic path: R searches in one session, the same blocks
-    calls[0] = 0
+    # R searches in one session, the same blocks
     eager = mech.above_threshold(all_queries, event=event, ledger=Ledger(1e3, 1e-6, "rdp"), rng=rng(5))
     session = mech.AboveThresholdSession(event, ledger=Ledger(1e3, 1e-6, "rdp"), rng=rng(5),
                                          batch_shape=(seeds,), queries=k)
     np.testing.assert_array_equal(ask(session, all_queries), eager)
-    assert calls[0] == 0
+
+
+def test_above_threshold_first_refuses_bad_answers():
+    event = ev.AboveThreshold.laplace(0.5, 0.25, sensitivity=1.0)
+    for bad in ([-50.0, np.nan, -50.0], [np.inf, -50.0, -50.0], [-np.inf, -50.0, -50.0]):
+        with pytest.raises(ValueError, match="NaN or infinite") as info:
+            mech.above_threshold_first(lambda a, b, bad=bad: np.array(bad)[a:b], 3, event=event,
+                                       ledger=Ledger(1e3, 1e-6, "rdp"), rng=rng(0), first_chunk=3)
+        assert "\n" not in str(info.value)
+    with pytest.raises(ValueError, match="must have shape"):
+        mech.above_threshold_first(lambda a, b: np.full(2, -50.0), 3, event=event,
+                                   ledger=Ledger(1e3, 1e-6, "rdp"), rng=rng(0), first_chunk=3)
+    for queries in (0, 2.5, True):
+        with pytest.raises(ValueError, match="queries must be an integer"):
+            mech.above_threshold_first(lambda a, b: np.zeros(b - a), queries, event=event,
+                                       ledger=Ledger(1e3, 1e-6, "rdp"), rng=rng(0))
+    ledger = Ledger(1e-3, 1e-6, "rdp")  # too small: refused before any answer is computed
+    with pytest.raises(BudgetExceededError):
+        mech.above_threshold_first(lambda a, b: pytest.fail("asked"), 3, event=event, ledger=ledger, rng=rng(0))
+    assert ledger.events == []
 
 
 def test_one_search_session_refuses_bad_blocks():

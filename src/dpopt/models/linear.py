@@ -233,7 +233,8 @@ class LinearModel(PrivateModel):
         """Σ_B min{max{φ(z_i − η u_i), 0}, C}: ``z = X_B w`` and ``u = X_B d`` are computed once,
         then each call evaluates the loss only, in row blocks of :data:`_EVAL_ENTRIES` entries."""
         w, direction = check_direction(w, direction, self.dim)
-        return LinearModel._clipped_loss_along(self, w, direction, check_indices(indices), check_positive("cap", cap))
+        values = LinearModel._clipped_loss_along(self, w, direction, check_indices(indices), check_positive("cap", cap))
+        return lambda steps: values(steps_for(steps, w))
 
     def _clipped_loss_along(self, w, direction, indices, cap):
         """:meth:`clipped_loss_along` on checked arguments (the oracle's path)."""
@@ -242,8 +243,9 @@ class LinearModel(PrivateModel):
     def clipped_decrease_along(self, w, direction, indices, cap):
         """Σ_B clip(φ(z_i) − φ(z_i − η u_i), −C, C) with ``z``, ``u`` and φ(z) computed once."""
         w, direction = check_direction(w, direction, self.dim)
-        return LinearModel._clipped_decrease_along(self, w, direction, check_indices(indices),
-                                                  check_positive("cap", cap))
+        values = LinearModel._clipped_decrease_along(self, w, direction, check_indices(indices),
+                                                    check_positive("cap", cap))
+        return lambda steps: values(steps_for(steps, w))
 
     def _clipped_decrease_along(self, w, direction, indices, cap):
         """:meth:`clipped_decrease_along` on checked arguments (the oracle's path)."""
@@ -265,13 +267,13 @@ class LinearModel(PrivateModel):
             base = self.loss.loss(a) if decrease else None
 
             def clipped_sum(c, sl):  # (k, rows) losses -> (k,) sums of the clipped terms
-                return _clip_terms(c, None if base is None else base[sl], lo, cap).sum(axis=1)
+                return np.add.reduce(_clip_terms(c, None if base is None else base[sl], lo, cap), axis=1)
 
             def values(steps):
-                steps = steps_for(steps, w)
-                rows = max(256, _EVAL_ENTRIES // max(steps.shape[-1], 1))
-                if y.shape[0] <= rows:  # one block (a minibatch)
-                    return clipped_sum(along(a, b, steps), slice(None))
+                n, k = y.shape[0], steps.shape[-1]
+                if n <= 256 or n * k <= _EVAL_ENTRIES:  # one block (a minibatch)
+                    return np.add.reduce(_clip_terms(along(a, b, steps), base, lo, cap), axis=1)
+                rows = max(256, _EVAL_ENTRIES // max(k, 1))
                 out = np.zeros(steps.shape)
                 for start in range(0, y.shape[0], rows):
                     sl = slice(start, start + rows)
@@ -283,7 +285,6 @@ class LinearModel(PrivateModel):
         base = self.loss.phi(z, y) if decrease else None
 
         def values(steps):
-            steps = steps_for(steps, w)
             k = steps.shape[-1]
             out = np.zeros(steps.shape)
             rows = max(256, _EVAL_ENTRIES // max(k * math.prod(w.shape[:-1]), 1))

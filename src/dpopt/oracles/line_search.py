@@ -185,8 +185,8 @@ class Ray:
         model's width and one shape, sampled ``indices``, cap and weight > 0, a known query): the
         path of :class:`~dpopt.oracles.PrivateOracle`, whose constructor checked the constants once."""
         mu = model.l2
-        if w.ndim == 1:  # one search: np.float64 scalars (np.dot; einsum's dispatch costs 3x)
-            ww, wg, gg = np.dot(w, w), np.dot(w, g), np.dot(g, g)
+        if w.ndim == 1:  # one search: np.float64 scalars (ndarray.dot, the floats of np.dot without its dispatch)
+            ww, wg, gg = w.dot(w), w.dot(g), g.dot(g)
         else:
             ww = np.einsum("...i,...i->...", w, w)
             wg = np.einsum("...i,...i->...", w, g)
@@ -256,19 +256,22 @@ def above_threshold_search(ray: Ray, steps: np.ndarray, *, alpha: float, budget:
     # chunks of 3, 6, 12, … candidates (EAGER_FIRST_CHUNK; most searches stop within the first three).
     # Secure noise is drawn for the whole ladder at once too (one call of the exact sampler instead
     # of one per query; it comes from the OS CSPRNG, so no generator's stream is at stake).
-    session = mech.AboveThresholdSession(
-        event, ledger=ledger, rng=rng, batch_shape=ray.batch_shape, sampler=sampler,
-        secure_noise=secure_noise, queries=None if lazy and not secure_noise else k,
-    )
     queries = _chunked_queries(ray, steps, alpha)
+    options = {"ledger": ledger, "rng": rng, "sampler": sampler, "secure_noise": secure_noise}
+    if not ray.batch_shape and (secure_noise or not lazy):  # one search, its noise drawn at once
+        return np.array(mech.above_threshold_first(queries, k, event=event, first_chunk=EAGER_FIRST_CHUNK
+                                                   if not lazy else LAZY_CHUNK, growth=1 if lazy else 2,
+                                                   **options))
+    session = mech.AboveThresholdSession(event, batch_shape=ray.batch_shape,
+                                         queries=None if lazy and not secure_noise else k, **options)
     start, chunk = 0, LAZY_CHUNK if lazy else EAGER_FIRST_CHUNK
-    if not ray.batch_shape:  # one search: the index in Python
+    if not ray.batch_shape:  # one lazy search: each query's noise drawn when it is asked
         while start < k:
             stop = min(start + chunk, k)
             found = int(session.ask_block(queries(start, stop)))
             if found >= 0:
                 return np.array(start + found)
-            start, chunk = stop, chunk if lazy else 2 * chunk
+            start = stop
         return np.array(-1)
     index = np.full(ray.batch_shape, -1)
     while start < k:

@@ -139,6 +139,8 @@ class PrivateOracle:
                  c_obj: float = 1.0, noise: str = "laplace", query: str = "objective",
                  lazy: bool = False, secure_noise: bool = False):
         self.model = check_model(model)
+        self._dim = model.dim  # (a property of the model: read once)
+        self._plain_regularizer = type(model).regularizer_grad is PrivateModel.regularizer_grad
         self.secure_noise = bool(secure_noise)  # gradients and line searches by exact discrete noise on a grid
         self.ledger = mech.check_ledger(ledger)
         self.rng = mech.check_rng(rng)
@@ -243,9 +245,11 @@ class PrivateOracle:
         q·N (or m) *before* the noise (kuru2022 eq. (2.8)).  It is charged,
         amplified by the sampler, before the noise is drawn.
         """
-        w = as_params(w, self.model.dim)
-        indices = self.batch(w)
-        total, _ = self.model._clipped_grad_sum(w, indices, self.c_grad)
+        return self._noisy_sum(as_params(w, self._dim), event, mean)
+
+    def _noisy_sum(self, w: np.ndarray, event: ev.Event, mean: bool) -> np.ndarray:
+        """:meth:`noisy_sum` of a checked ``w``."""
+        total, _ = self.model._clipped_grad_sum(w, self.batch(w), self.c_grad)
         value = total / self.weight if mean else total
         return mech.release(value, event, ledger=self.ledger, rng=self.rng, sampler=self.sampler,
                             secure_noise=self.secure_noise)
@@ -257,8 +261,11 @@ class PrivateOracle:
 
     def gradient(self, w, event: ev.Event, *, mean: bool = False) -> np.ndarray:
         """The noisy mean gradient plus ∇r(w): :meth:`noisy_sum` normalized by q·N (or m)."""
-        noisy = self.noisy_sum(w, event, mean=mean)
-        return (noisy if mean else noisy / self.weight) + self.model.regularizer_grad(w)
+        w = as_params(w, self._dim)
+        noisy = self._noisy_sum(w, event, mean)
+        # ∇r(w) = μ·w (PrivateModel.regularizer_grad, unless the model overrides it) of the checked w
+        return (noisy if mean else noisy / self.weight) + (self.model.l2 * w if self._plain_regularizer
+                                                            else self.model.regularizer_grad(w))
 
     def gaussian_gradient(self, w, sigma: float) -> np.ndarray:
         """g̃ = (Σ_B clip(∇f_i, C) + N(0, σ²I))/(q·N) + ∇r(w) (chen2020 Alg. 2, lines 4–6)."""
@@ -280,7 +287,7 @@ class PrivateOracle:
 
     def _ray(self, w, g, indices) -> Ray:
         """:meth:`ray` over a minibatch this oracle drew (``indices``), ``w`` and ``g`` checked here."""
-        w, g = check_direction(w, g, self.model.dim)
+        w, g = check_direction(w, g, self._dim)
         return Ray._along(self.model, w, g, self.c_obj, indices, self.weight, self.query)
 
     def line_search(self, w, g, steps, *, alpha: float, budget: float):

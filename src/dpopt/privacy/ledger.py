@@ -173,6 +173,7 @@ class Ledger:
         self._spent_epsilon: float | None = 0.0
         self._parent: Ledger | None = None
         self._detached = False  # charged to the parent once as a RenyiBound (fix_filter_order)
+        self._room = None  # (B(α), margin) of a filter that decides alone (_filter_room)
         self._related = ev.IdentityCache(_RELATED_BY_ID)  # events whose relation was checked (a loop's events)
 
     # -- children -----------------------------------------------------------
@@ -283,9 +284,23 @@ class Ledger:
             node = None if node._detached else node._parent
         return None, chain
 
+    def _filter_room(self):
+        """(B(α), rounding margin) at the filter order, when this ledger alone decides its charges
+        (a filter that is a root or detached from its parent); else None."""
+        room = self._room
+        if room is None and self.filter_order is not None and (self._parent is None or self._detached):
+            acc = self._accountant
+            budget, margin = acc._headroom(self.epsilon, self.delta)
+            i = acc.order_index(self.filter_order)
+            room = self._room = (float(budget[i]), float(margin[i]))
+        return room
+
     def can_afford(self, event: ev.Event) -> bool:
         """Whether :meth:`charge` would accept ``event`` now (charges nothing)."""
         self._check_relation(event)
+        room = self._filter_room()
+        if room is not None and self._accountant._compose_within(event, *room, compose=False):
+            return True
         return self._refusal(event)[0] is None
 
     def charge(self, event: ev.Event) -> ev.Event:
@@ -298,6 +313,11 @@ class Ledger:
         if not isinstance(event, ev.Event):
             raise TypeError(f"event must be a privacy Event, got {type(event).__name__}")
         self._check_relation(event)
+        room = self._filter_room()
+        if room is not None and self._accountant._compose_within(event, *room, compose=True):
+            self._events.append(event)  # (a filter within its margin: checked and composed in one pass)
+            self._spent_epsilon = None
+            return event
         refused, chain = self._refusal(event)
         if refused is not None:
             which = "this ledger" if refused is self else "a parent ledger"

@@ -50,6 +50,7 @@ __all__ = [
     "exponential_probabilities",
     "secure_exponential_scores",
     "above_threshold",
+    "above_threshold_first",
     "AboveThresholdSession",
     "PrepaidGaussianRounds",
     "release",
@@ -488,34 +489,12 @@ class AboveThresholdSession:
         self.asked += 1
         return fired
 
-    def _ask_one_search(self, queries: np.ndarray) -> np.ndarray:
-        """:meth:`ask_block` of a session of one search whose noise was drawn when it opened (the
-        line-search oracle's case): the same comparisons, in Python scalars where they are scalars."""
-        k, start = queries.shape[0], self.asked
-        if k == 0:
-            raise ValueError("queries must have shape (k,) with k >= 1, got (0,)")
-        if not np.isfinite(queries).all():
-            raise ValueError("queries contains NaN or infinite value(s)")
-        if not self.active:
-            raise RuntimeError("every repetition has already halted; open a new session")
-        if start + k > self._noise.shape[-1]:
-            raise RuntimeError(f"this session was opened for {self._noise.shape[-1]} queries")
-        above = self._run.units(queries) + self._noise[start : start + k] >= self._threshold
-        self.asked = start + k
-        first = int(above.argmax())
-        if not above[first]:
-            return np.array(-1)
-        self.active = np.zeros((), dtype=bool)
-        return np.array(first)
-
     def ask_block(self, queries) -> np.ndarray:
         """Answers of the next k queries (last axis k, leading axes ``batch_shape``) → per
         repetition the position in the block of the first query above the threshold, −1 where
         none is (or where the repetition had already fired).  The same noise, comparisons and
         stream as k calls of :meth:`ask`, or as :func:`above_threshold` when ``queries`` was given."""
         queries = np.asarray(queries, dtype=float)
-        if not self.batch_shape and self._noise is not None and queries.ndim == 1:
-            return self._ask_one_search(queries)
         if queries.ndim == 0 or queries.shape[:-1] != self.batch_shape or queries.shape[-1] == 0:
             raise ValueError(f"queries must have shape {self.batch_shape} + (k,) with k >= 1, got {queries.shape}")
         if not np.isfinite(queries).all():
@@ -542,6 +521,46 @@ class AboveThresholdSession:
         index = np.where(self.active, index, -1)
         self.active = self.active & (index < 0)
         return index
+
+
+def above_threshold_first(answers, queries: int, *, event: ev.AboveThreshold, ledger: Ledger, rng,
+                          sampler=None, secure_noise: bool = False, threshold: float = 0.0,
+                          first_chunk: int = 1, growth: int = 1) -> int:
+    """AboveThreshold over one search's ``queries`` answers, each computed only if it is asked: the
+    index of the first answer above the noisy threshold, −1 if none is (chen2020 Algorithm 1,
+    lines 4–12).
+
+    ``answers(start, stop)`` returns the answers q_start … q_{stop−1} as a float array of shape
+    ``(stop − start,)``; they are asked in chunks of ``first_chunk``, then ``growth`` times as
+    many each time, up to the first above the threshold.  The event is charged, then the
+    threshold's noise and the noise of all ``queries`` queries are drawn, in that order: the random
+    stream of :func:`above_threshold` over ``queries`` answers, so the index is the one
+    :func:`above_threshold` gives on all the answers from a generator in the same state, whatever
+    the chunks, and the generator is left where it leaves it.  The noise of a query never asked
+    is discarded unseen (the output distribution is unchanged).  ``secure_noise=True``: integer
+    answers on a grid with exact discrete noise, the discrete event charged (:class:`_Comparisons`).
+    This is the one-search case of :class:`AboveThresholdSession` opened for ``queries`` queries
+    without its per-call bookkeeping: the line-search oracle's path.
+    """
+    if isinstance(queries, bool) or not isinstance(queries, int | np.integer) or queries < 1:
+        raise ValueError(f"queries must be an integer >= 1, got {queries!r}")
+    run = _Comparisons(event, ledger, rng, sampler, secure_noise)
+    noisy_threshold = run.threshold(threshold, ())
+    noise = run.noise((int(queries),))
+    grid, start, chunk = run.grid, 0, first_chunk
+    while start < queries:
+        stop = min(start + chunk, queries)
+        values = answers(start, stop)
+        if values.shape != (stop - start,):
+            raise ValueError(f"answers({start}, {stop}) must have shape ({stop - start},), got {values.shape}")
+        if not np.logical_and.reduce(np.isfinite(values)):
+            raise ValueError("queries contains NaN or infinite value(s)")
+        above = (values if grid is None else run.units(values)) + noise[start:stop] >= noisy_threshold
+        found = int(above.argmax())
+        if above[found]:
+            return start + found
+        start, chunk = stop, chunk * growth
+    return -1
 
 
 def _inner_gaussian(event: ev.Event, kind=ev.Gaussian):

@@ -884,6 +884,26 @@ def filter_order(step: ev.Event, epsilon: float, delta: float, orders=None) -> f
 # --------------------------------------------------------------------------- accountant
 
 
+#: (id(a), id(b)) -> (a, b, a == b) for event objects compared before (see _equal_events)
+_EQUAL_BY_IDS: dict = {}
+
+
+def _equal_events(a: ev.Event, b: ev.Event) -> bool:
+    """``a == b``, remembered for these two objects: a loop that charges a gradient and a line
+    search alternately compares the same two objects at every charge, and the dataclass equality
+    of nested events is several Python calls.  Events are immutable, so the answer for two objects
+    never changes; each entry holds both objects, so their ids cannot be reused while it lives."""
+    key = (id(a), id(b))
+    hit = _EQUAL_BY_IDS.get(key)
+    if hit is not None and hit[0] is a and hit[1] is b:
+        return hit[2]
+    if len(_EQUAL_BY_IDS) >= 4096:
+        _EQUAL_BY_IDS.clear()
+    equal = a == b
+    _EQUAL_BY_IDS[key] = (a, b, equal)
+    return equal
+
+
 class RDPAccountant(AccountantBase):
     """Running RDP curve of a sequence of events (Rényi composition, chen2020 Lemma 3).
 
@@ -953,6 +973,31 @@ class RDPAccountant(AccountantBase):
             value = self._values.put(event, float(_curve(event, sub, key)[j]))
         return value
 
+    def _compose_within(self, event: ev.Event, room: float, tol: float, *, compose: bool) -> bool:
+        """Whether the RDP at the focus order after one more ``event`` is at least ``tol`` below
+        ``room`` (:meth:`fits`' first test, by :meth:`_value_after`'s arithmetic); if so and
+        ``compose``, compose it (:meth:`compose`'s arithmetic, which gives the same float).  False
+        says nothing about fitting: the caller then asks :meth:`fits`, which decides exactly.
+        One pass for a filter ledger's check and charge of the same event."""
+        value = self._values.get(event)
+        if value is None:
+            value = self._focused(event)
+        last = self._last
+        same = last is not None and (event is last or _equal_events(event, last))
+        after = self._value_base + (self._count + 1) * value if same else self._value + 1 * value
+        if not room - after >= tol:  # (NaN: not within)
+            return False
+        if compose:
+            if same:
+                self._count += 1
+                self._runs[-1] = (last, self._count)
+            else:
+                self._value_base, self._last, self._count = self._value, event, 1
+                self._runs.append((event, 1))
+            self._value = after
+            self._rdp = self._base = None
+        return True
+
     def _arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """(composed curve, curve before the last run) at every order (materialized if focused)."""
         if self._rdp is None:
@@ -987,7 +1032,8 @@ class RDPAccountant(AccountantBase):
         return curve if curve is not None else self._curves.put(event, _curve(event, self._orders, self._key))
 
     def _same_as_last(self, event: ev.Event) -> bool:
-        return self._last is not None and (event is self._last or event == self._last)
+        last = self._last
+        return last is not None and (event is last or _equal_events(event, last))
 
     def compose(self, event: ev.Event, count: int = 1) -> RDPAccountant:
         """Add ``count`` repetitions of ``event``; returns ``self`` so calls chain."""
