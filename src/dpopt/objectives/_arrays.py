@@ -81,7 +81,7 @@ def ensure_finite_result(out, **inputs) -> None:
     Inputs are only scanned (a full pass) when the result is already known to be
     bad, so the common case costs O(size of the result).
     """
-    if np.isfinite(out).all():
+    if np.logical_and.reduce(np.isfinite(out), axis=None):  # (the ufunc: no Python frame of .all())
         return
     for name, value in inputs.items():
         if value is not None:

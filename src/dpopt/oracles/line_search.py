@@ -185,13 +185,13 @@ class Ray:
         model's width and one shape, sampled ``indices``, cap and weight > 0, a known query): the
         path of :class:`~dpopt.oracles.PrivateOracle`, whose constructor checked the constants once."""
         mu = model.l2
+        relative = query == "decrease"
         if w.ndim == 1:  # one search: np.float64 scalars (ndarray.dot, the floats of np.dot without its dispatch)
-            ww, wg, gg = w.dot(w), w.dot(g), g.dot(g)
+            ww, wg, gg = (0.0 if relative else w.dot(w)), w.dot(g), g.dot(g)
         else:
             ww = np.einsum("...i,...i->...", w, w)
             wg = np.einsum("...i,...i->...", w, g)
             gg = np.einsum("...i,...i->...", g, g)
-        relative = query == "decrease"
         if relative:
             decrease = model._clipped_decrease_along(w, g, indices, cap)
         else:

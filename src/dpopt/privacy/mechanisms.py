@@ -410,6 +410,18 @@ class _Comparisons:
     def queries(self, values) -> np.ndarray:
         return self._units(values) + self.noise(values.shape)
 
+    def first_draws(self, threshold: float, k: int):
+        """(T̂, ν) of one search: the noisy threshold and the noise of k queries, the numbers of
+        :meth:`threshold` ``(threshold, ())`` then :meth:`noise` ``((k,))``.  Plain noise is drawn
+        in one generator call at scale 1 and scaled: Generator.laplace and Generator.normal compute
+        loc + scale·(one unit draw), so b·(unit draw) is the same float, from the same stream."""
+        if self.grid is not None:
+            return self.threshold(threshold, ()), self.noise((k,))
+        event = self.event
+        unit = (self.rng.laplace(0.0, 1.0, size=k + 1) if event.noise == "laplace"
+                else self.rng.normal(0.0, 1.0, size=k + 1))
+        return threshold + event.threshold_scale * float(unit[0]), event.query_scale * unit[1:]
+
 
 def above_threshold(queries, *, event: ev.AboveThreshold, ledger: Ledger, rng, threshold=0.0, sampler=None,
                     secure_noise: bool = False):
@@ -545,8 +557,7 @@ def above_threshold_first(answers, queries: int, *, event: ev.AboveThreshold, le
     if isinstance(queries, bool) or not isinstance(queries, int | np.integer) or queries < 1:
         raise ValueError(f"queries must be an integer >= 1, got {queries!r}")
     run = _Comparisons(event, ledger, rng, sampler, secure_noise)
-    noisy_threshold = run.threshold(threshold, ())
-    noise = run.noise((int(queries),))
+    noisy_threshold, noise = run.first_draws(float(threshold), int(queries))
     grid, start, chunk = run.grid, 0, first_chunk
     while start < queries:
         stop = min(start + chunk, queries)
