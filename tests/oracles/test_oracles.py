@@ -423,3 +423,39 @@ def test_a_subclass_overriding_a_query_is_what_the_oracle_calls():
     oracle.line_search(np.zeros(3), np.ones(3), np.array([1.0, 0.5]), alpha=0.5, budget=1.0)
     assert calls == ["grad", "decrease"]
     assert LinearModel._clipped_grad_sum is not Counting._clipped_grad_sum
+
+
+def test_the_oracle_checks_each_new_point_once_and_its_own_gradient_never(monkeypatch):
+    """``gradient(w)`` checks ``w``; ``line_search(w, g)`` right after, with that very ``w`` and the
+    ``g`` the oracle released, checks neither again (by identity); any other array is checked, so a
+    non-finite point or direction, or one of the wrong shape, still gets its one-line error."""
+    from dpopt.oracles import oracle as oracle_module
+
+    oracle = _sampling_oracle(3)
+    checked = []
+    as_params = oracle_module.as_params
+
+    def counted(w, *args, **kwargs):
+        checked.append(w)
+        return as_params(w, *args, **kwargs)
+
+    monkeypatch.setattr(oracle_module, "as_params", counted)
+    w = np.array([0.1, -0.2, 0.3])
+    g = oracle.noisy_gradient(w, 0.01)
+    assert len(checked) == 1 and checked[0] is w
+    steps = np.array([1.0, 0.5, 0.25])
+    oracle.line_search(w, g, steps, alpha=0.3, budget=0.05)
+    assert len(checked) == 1  # neither w nor the released g again
+    copy = g.copy()
+    oracle.line_search(w, copy, steps, alpha=0.3, budget=0.05)
+    assert len(checked) == 2 and checked[-1] is copy
+    for bad_w, bad_g, message in ((np.array([np.nan, 0.0, 0.0]), g, "w contains"),
+                                  (w, np.array([0.0, np.inf, 0.0]), "direction contains"),
+                                  (w, np.zeros(4), "direction must have last dimension"),
+                                  (w, np.zeros((2, 3)), "direction must have the shape of w")):
+        spent = len(oracle.ledger.events)
+        with pytest.raises(ValueError, match=message) as info:
+            oracle.line_search(bad_w, bad_g, steps, alpha=0.3, budget=0.05)
+        assert "\n" not in str(info.value) and len(oracle.ledger.events) == spent  # nothing charged
+    with pytest.raises(ValueError, match="w contains"):
+        oracle.noisy_gradient(np.array([0.0, np.nan, 0.0]), 0.01)
