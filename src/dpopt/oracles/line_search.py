@@ -14,16 +14,17 @@ query above it.  Noise (line 3): Laplace ε₁ = ε_BT/2, ε₂ = ε_BT/4
 eq. (5)).  An infinite budget is the classic, non-private Armijo search
 (Armijo 1966), charged nothing: a reference for tests.
 
-Either way the queries are asked through an
-:class:`~dpopt.privacy.mechanisms.AboveThresholdSession` and evaluated only up
-to the first above the threshold: ``lazy=True`` asks them one at a time, each
-query's noise drawn when asked (chunks of :data:`LAZY_CHUNK` candidates per
-data pass); ``lazy=False`` draws the noise of the whole ladder when the search
-opens — the random stream, and so the answer, of one
+Either way the queries are evaluated only up to the first above the threshold:
+``lazy=True`` asks them one at a time through an
+:class:`~dpopt.privacy.mechanisms.AboveThresholdSession`, each query's noise
+drawn when asked (chunks of :data:`LAZY_CHUNK` candidates per data pass);
+``lazy=False`` draws the noise of the whole ladder when the search opens — the
+random stream, and so the answer, of one
 :func:`dpopt.privacy.mechanisms.above_threshold` call over all candidates — and
 evaluates them in passes of :data:`EAGER_FIRST_CHUNK`, twice, four times … as
-many.  The public terms of the queries (f(w) − α η ‖g‖², the regularizer) are
-computed for the whole ladder at once.
+many (:func:`~dpopt.privacy.mechanisms.above_threshold_first` for one search, a
+session opened for the whole ladder for R searches).  The public terms of the
+queries (f(w) − α η ‖g‖², the regularizer) are computed for the whole ladder at once.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ discrete one, with the grid's integer sensitivity and the same ε (Laplace) or
 noise multiplier (Gaussian) as asked; the generator ``rng`` is not used.
 ``secure_noise=True`` on :func:`exponential` draws the index exactly (integer
 scores on a grid, rational acceptance probabilities; the same ε).
-On :func:`above_threshold` and :class:`AboveThresholdSession` it compares
+On :func:`above_threshold`, :func:`above_threshold_first` and :class:`AboveThresholdSession` it compares
 integer-rounded queries on such a grid with exact discrete noise (the
 threshold's and every query's), charging a ``DiscreteAboveThreshold``.
 :func:`snapping` is the continuous alternative: Mironov's snapping mechanism.
