@@ -448,9 +448,30 @@ def test_a_filter_decides_alone_in_one_pass_as_the_full_check_does(monkeypatch):
     probe = Ledger(1.0, 1e-6, "rdp", filter_order=32.0)
     cost = probe._accountant.focused_cost(event)
     edge = Ledger(1.0, 1e-6, "rdp", filter_order=32.0)
-    edge._room = (cost, 1e-9)  # room exactly the cost: within the margin, so not decided in one pass
-    assert not edge._accountant._compose_within(event, *edge._room, compose=False)
+    edge._room = (cost, 1e-9, (edge.filter_order, edge.epsilon, edge.delta))  # room exactly the cost:
+    assert not edge._accountant._compose_within(event, cost, 1e-9, compose=False)  # not decided in one pass
     assert edge.can_afford(event) == probe.can_afford(event)
+
+
+def test_a_filters_one_pass_room_follows_its_order_and_budget():
+    """The room a filter keeps for its one-pass check (B(α) at its order) is that of the order and
+    budget in force: an order fixed again before the first charge, or a budget set anew, is what
+    the next charge is checked against (a stale B(α) at a larger order accepted every charge)."""
+    step = ev.Gaussian(20.0)  # RDP α/800: fits B(64) ≈ 0.78, not B(4) < 0
+    ledger = Ledger(1.0, 1e-6, "rdp", filter_order=64.0)
+    assert ledger.can_afford(step)  # B(64) kept
+    ledger.fix_filter_order(4.0)  # B(4) < 0 at this budget: nothing fits at order 4
+    assert not ledger.can_afford(step)
+    with pytest.raises(BudgetExceededError):
+        ledger.charge(step)
+    assert ledger.events == [] and not Ledger(1.0, 1e-6, "rdp", filter_order=4.0).can_afford(step)
+    ledger = Ledger(1.0, 1e-6, "rdp", filter_order=64.0)
+    ledger.charge(step)
+    ledger.epsilon = 1e-3  # a smaller budget: the next charge is refused, as a fresh check says
+    assert not ledger.can_afford(step) and not ledger._fits(step)
+    with pytest.raises(BudgetExceededError):
+        ledger.charge(step)
+    assert len(ledger.events) == 1
 
 
 def test_filter_order_is_fixed_before_the_run_and_up_the_chain():

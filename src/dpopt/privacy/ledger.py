@@ -173,7 +173,7 @@ class Ledger:
         self._spent_epsilon: float | None = 0.0
         self._parent: Ledger | None = None
         self._detached = False  # charged to the parent once as a RenyiBound (fix_filter_order)
-        self._room = None  # (B(α), margin) of a filter that decides alone (_filter_room)
+        self._room = None  # (B(α), margin, (α, ε, δ)) of a filter that decides alone (_filter_room)
         self._related = ev.IdentityCache(_RELATED_BY_ID)  # events whose relation was checked (a loop's events)
 
     # -- children -----------------------------------------------------------
@@ -231,6 +231,7 @@ class Ledger:
             self._detached = True
         self._accountant.focus(order)  # every check is at that order (same values)
         self.filter_order = order
+        self._room = None  # (B(α) of the new order: _filter_room)
 
     @property
     def parent(self) -> Ledger | None:
@@ -285,21 +286,27 @@ class Ledger:
         return None, chain
 
     def _filter_room(self):
-        """(B(α), rounding margin) at the filter order, when this ledger alone decides its charges
-        (a filter that is a root or detached from its parent); else None."""
+        """(B(α), rounding margin, (α, ε, δ)) at the filter order, when this ledger alone decides its
+        charges (a filter that is a root or detached from its parent); else None.  Kept with the
+        (α, ε, δ) it was computed for, and computed again when any of them changed (an order fixed
+        again before the first charge, a budget set anew): a stale B(α) would accept overspending."""
+        key = (self.filter_order, self.epsilon, self.delta)
         room = self._room
-        if room is None and self.filter_order is not None and (self._parent is None or self._detached):
-            acc = self._accountant
-            budget, margin = acc._headroom(self.epsilon, self.delta)
-            i = acc.order_index(self.filter_order)
-            room = self._room = (float(budget[i]), float(margin[i]))
+        if room is not None and room[2] == key:
+            return room
+        if self.filter_order is None or not (self._parent is None or self._detached):
+            return None
+        acc = self._accountant
+        budget, margin = acc._headroom(self.epsilon, self.delta)
+        i = acc.order_index(self.filter_order)
+        room = self._room = (float(budget[i]), float(margin[i]), key)
         return room
 
     def can_afford(self, event: ev.Event) -> bool:
         """Whether :meth:`charge` would accept ``event`` now (charges nothing)."""
         self._check_relation(event)
         room = self._filter_room()
-        if room is not None and self._accountant._compose_within(event, *room, compose=False):
+        if room is not None and self._accountant._compose_within(event, room[0], room[1], compose=False):
             return True
         return self._refusal(event)[0] is None
 
@@ -314,7 +321,7 @@ class Ledger:
             raise TypeError(f"event must be a privacy Event, got {type(event).__name__}")
         self._check_relation(event)
         room = self._filter_room()
-        if room is not None and self._accountant._compose_within(event, *room, compose=True):
+        if room is not None and self._accountant._compose_within(event, room[0], room[1], compose=True):
             self._events.append(event)  # (a filter within its margin: checked and composed in one pass)
             self._spent_epsilon = None
             return event
