@@ -459,3 +459,54 @@ def test_the_oracle_checks_each_new_point_once_and_its_own_gradient_never(monkey
         assert "\n" not in str(info.value) and len(oracle.ledger.events) == spent  # nothing charged
     with pytest.raises(ValueError, match="w contains"):
         oracle.noisy_gradient(np.array([0.0, np.nan, 0.0]), 0.01)
+
+
+def _neighbour_oracles(extra_row):
+    """Full-batch oracles on neighbouring data: 20 records, and the same plus ``extra_row``."""
+    gen = np.random.default_rng(0)
+    X, y = gen.normal(size=(20, 3)), np.where(gen.random(20) < 0.5, 1.0, -1.0)
+    out = []
+    for data, labels in ((X, y), (np.vstack([X, extra_row]), np.append(y, 1.0))):
+        model = LinearModel("logistic", data, labels, l2=0.0)
+        out.append(PrivateOracle(model, ledger=Ledger(10.0, 1e-6, "rdp"), rng=np.random.default_rng(1),
+                                 normalizer=20, rate=1.0, c_grad=1.0, c_obj=1.0))
+    return out
+
+
+def test_a_point_changed_in_place_to_inf_gets_the_same_error_on_neighbours():
+    """The oracle skips re-checking the shape of the point it checked and the gradient it released
+    (by identity), but not their finiteness: a caller's in-place step that diverges (w -= η g
+    overflowing to ±inf) gets the one-line error before any data is read, with nothing charged.
+    Without it, a zero record (clipping threshold C/0 = inf, and 0·inf = NaN in the gradient sum)
+    made the gradient raise on the dataset that holds it and release on its neighbour."""
+    for oracle in _neighbour_oracles(np.zeros(3)):
+        w = np.array([0.1, -0.2, 0.3])
+        g = oracle.noisy_gradient(w, 0.5)
+        with np.errstate(over="ignore"):
+            w -= 1e300 * g / np.abs(g) * 1e10  # in place: the oracle still holds this array
+        with pytest.raises(ValueError, match="w contains 3 NaN or infinite") as info:
+            oracle.noisy_gradient(w, 0.5)
+        assert "\n" not in str(info.value) and len(oracle.ledger.events) == 1  # the first gradient only
+        with pytest.raises(ValueError, match="w contains 3 NaN or infinite"):
+            oracle.line_search(w, g, np.array([1.0, 0.5]), alpha=0.3, budget=0.5)
+        assert len(oracle.ledger.events) == 1
+        g[0] = np.nan  # the released gradient, changed in place, as a direction
+        with pytest.raises(ValueError, match="direction contains 1 NaN"):
+            oracle.line_search(np.zeros(3), g, np.array([1.0, 0.5]), alpha=0.3, budget=0.5)
+        assert len(oracle.ledger.events) == 1
+
+
+def test_a_ladder_of_the_wrong_shape_gets_an_error_that_names_no_batch_size():
+    """Steps whose shape is not the ray's batch shape + (k,) get one error before anything is
+    charged, the same on neighbouring datasets: the model's closures on the oracle's path check no
+    shapes, and a (1, k) ladder for one search failed inside the clipped sum, naming the number of
+    records (the minibatch's size) in its message."""
+    w, g, steps = np.array([0.1, -0.2, 0.3]), np.array([0.3, 0.1, -0.2]), np.array([[1.0, 0.5, 0.25]])
+    for method, options in (("line_search", {"alpha": 0.3, "budget": 0.5}), ("select_step", {"epsilon": 0.5})):
+        messages = []
+        for oracle in _neighbour_oracles(np.ones(3)):
+            with pytest.raises(ValueError, match=r"steps must have shape \(\) \+ \(k,\)") as info:
+                getattr(oracle, method)(w, g, steps, **options)
+            messages.append(str(info.value))
+            assert oracle.ledger.events == []
+        assert messages[0] == messages[1]

@@ -135,7 +135,7 @@ class Ray:
 
     def at(self, steps) -> np.ndarray:
         """f(w − η g) for every η on the last axis of ``steps``."""
-        steps = np.asarray(steps, dtype=float)
+        steps = _check_steps(np.asarray(steps, dtype=float), self.batch_shape)
         out = np.asarray(self.fn(steps), dtype=float)
         if out.shape != steps.shape:
             raise ValueError(
@@ -220,6 +220,16 @@ class Ray:
         return ray
 
 
+def _check_steps(steps: np.ndarray, batch_shape: tuple) -> np.ndarray:
+    """``steps`` if its shape is the ray's batch shape + (k,), else a one-line ``ValueError``.  Checked
+    here, at the search (the model's closures on the oracle's path check no shapes): a ladder of
+    another shape would otherwise fail inside the clipped sum, in an error that names the
+    minibatch's size, which one record changes."""
+    if steps.ndim == 0 or steps.shape[:-1] != batch_shape:
+        raise ValueError(f"steps must have shape {batch_shape} + (k,) (the ray's batch shape), got {steps.shape}")
+    return steps
+
+
 def armijo_queries(ray: Ray, steps, alpha: float) -> np.ndarray:
     """q_i = f(w) − α η_i ‖g‖² − f(w − η_i g) for every η_i on the last axis (Alg. 1, line 7)."""
     return _queries(ray, np.asarray(steps, dtype=float), check_open_unit("alpha", alpha))
@@ -246,6 +256,7 @@ def above_threshold_search(ray: Ray, steps: np.ndarray, *, alpha: float, budget:
     queries rounded to a grid with exact discrete noise and charges the discrete event
     (:func:`dpopt.privacy.mechanisms.above_threshold`).
     """
+    _check_steps(steps, ray.batch_shape)  # before anything is charged or computed
     if math.isinf(budget):
         above = _queries(ray, steps, alpha) >= 0.0
         return np.where(above.any(axis=-1), np.argmax(above, axis=-1), -1)

@@ -248,12 +248,15 @@ class PrivateOracle:
         return self._noisy_sum(self._params(w), event, mean)
 
     def _params(self, w, name: str = "w") -> np.ndarray:
-        """``w`` as checked parameters (:func:`~dpopt.objectives._arrays.as_params`), unless it is the
-        very array this oracle last checked as a gradient's point or last released as a gradient (a
-        loop's ``line_search(w, g)`` after ``gradient(w)``).  Such an array was finite when checked or
-        made; a caller that changes it in place afterwards changes only which error it gets: every
-        data term is clipped within its range even for NaN input, so no check here guards privacy."""
-        if w is self._known[0] or w is self._known[1]:
+        """``w`` as checked parameters (:func:`~dpopt.objectives._arrays.as_params`); for the very
+        array this oracle last checked as a gradient's point or last released as a gradient (a
+        loop's ``line_search(w, g)`` after ``gradient(w)``) only its finiteness is checked again (its
+        shape was checked).  The caller owns both arrays and may have changed them in place (a
+        diverging ``w -= η g`` reaches ±inf): a non-finite point must get its one-line error here,
+        before any data is read, because the data terms are not all bounded for it (a zero record's
+        clipping threshold C/‖x_i‖ is inf, and 0·inf is NaN in the gradient sum), so an error
+        raised later would depend on whether such a record is in the batch."""
+        if (w is self._known[0] or w is self._known[1]) and np.logical_and.reduce(np.isfinite(w), axis=None):
             return w
         return as_params(w, self._dim, name)
 
