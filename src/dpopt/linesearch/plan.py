@@ -215,42 +215,17 @@ def fit_remaining(hyper, *, ledger, rate: float, remaining: int, rho: float, bt:
     quantities only (the budgets follow released values).  Unchanged if they fit.
     ``event_of``: as for :func:`plan_run`.  ``before``: the (ρ_grad, bt) in force before
     that iteration's increase, if known; the scale that brings the budgets back to them is
-    tried first (see :func:`_shrink`).  ``charged(ρ, bt)``: one iteration's event as the ledger
-    checks it (the oracle's ``step_event``); with it and a filter ledger each scale is priced at
-    the filter's own cost of that event (:meth:`~dpopt.privacy.Ledger.filter_cost`, the float a
-    charge adds, kept per event object: the budgets chosen are then priced for the iterations
-    that follow), otherwise by the RDP curve of ``event_of`` at the filter order.  The result
-    fits, and is within 1 % (of λ) of the largest λ that does — or it is ``before`` itself, when
-    that is at least the scaled answer in both budgets and the rest still fits at it.  The run's
-    budgets then return to values whose RDP curves exist instead of new ones (a new one costs
-    ~0.3–0.6 ms at a filter's orders); at the cliff described in :func:`_shrink` this is the
-    common case.
+    tried first (see :func:`_shrink`).  The result fits, and is within 1 % (of λ) of the
+    largest λ that does — or it is ``before`` itself, when that is at least the scaled answer in
+    both budgets and the rest still fits at it: ``charged(ρ, bt)`` is one iteration's event as the
+    ledger checks it (the oracle's ``step_event``), whose cost at the filter order the ledger
+    already holds (:meth:`~dpopt.privacy.Ledger.filter_cost`).  The run's budgets then return to
+    values whose RDP curves exist instead of new ones (a new one costs ~0.3–0.6 ms at a filter's
+    orders); at the cliff described in :func:`_shrink` this is the common case.
     """
     orders, room = ledger.remaining_rdp()
     if remaining <= 0 or not np.any(room > 0.0):
         return rho, bt
-    exact = charged is not None and getattr(ledger, "filter_order", None) is not None
-    out = _scaled_budgets(hyper, ledger, rate, remaining, rho, bt, event_of, before, charged if exact else None)
-    if (exact and before is not None and out != (rho, bt) and before[0] >= out[0] and before[1] >= out[1]
-            and room[0] >= remaining * (1.0 + RESERVE) * ledger.filter_cost(charged(*before))):
-        return before  # at least the budgets of the scaled answer, and curves the ledger holds
-    return out
-
-
-def _iterations_at(hyper, rate: float, orders, room, rho: float, bt: float, event_of, ledger, charged) -> float:
-    """How many iterations at (ρ, bt) fit ``room`` at the best of ``orders``: by the ledger's filter cost
-    of ``charged(ρ, bt)`` when given (``orders`` is then the filter order), else by :func:`_fits`."""
-    if charged is None:
-        return float(_fits(hyper, rate, orders, room, rho, bt, event_of).max())
-    cost = ledger.filter_cost(charged(rho, bt))
-    return float(room[0] / cost) if room[0] > 0.0 and cost > 0.0 else (math.inf if room[0] > 0.0 else 0.0)
-
-
-def _scaled_budgets(hyper, ledger, rate: float, remaining: int, rho: float, bt: float, event_of,
-                    before, charged) -> tuple[float, float]:
-    """The search of :func:`fit_remaining`, without its ``before`` rule: the budgets scaled by the largest
-    λ ≤ 1 that fits, to 1 % (``charged``: priced by the filter ledger, see :func:`_iterations_at`)."""
-    orders, room = ledger.remaining_rdp()
     target = math.log(remaining * (1.0 + RESERVE))
     power = 1.0 if hyper.noise == "laplace" else 2.0
 
@@ -262,7 +237,7 @@ def _scaled_budgets(hyper, ledger, rate: float, remaining: int, rho: float, bt: 
     def gap(u: float) -> float:
         value = values.get(u)
         if value is None:
-            fit = _iterations_at(hyper, rate, orders, room, *scaled(u), event_of, ledger, charged)
+            fit = float(_fits(hyper, rate, orders, room, *scaled(u), event_of).max())
             value = values[u] = math.log(max(fit, 1e-300)) - target
         return value
 
@@ -279,7 +254,12 @@ def _scaled_budgets(hyper, ledger, rate: float, remaining: int, rho: float, bt: 
         u = _largest(gap, fail, cap=fail, step=_RESCALE_STEP, tol=_RESCALE_TOL)  # (gap keeps its values)
     if u is None:
         return rho, bt
-    return scaled(u)
+    out = scaled(u)
+    if (before is not None and charged is not None and getattr(ledger, "filter_order", None) is not None
+            and before[0] >= out[0] and before[1] >= out[1]
+            and room[0] >= remaining * (1.0 + RESERVE) * ledger.filter_cost(charged(*before))):
+        return before  # at least the budgets of the scaled answer, and curves the ledger holds
+    return out
 
 
 def _shrink(gap, g0: float, tol: float, guess: float | None = None) -> tuple[float | None, float | None, float]:
