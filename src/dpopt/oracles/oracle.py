@@ -39,6 +39,7 @@ import numpy as np
 
 from .._validation import check_choice, check_int, check_positive, check_rate
 from ..models import PrivateModel, check_model
+from ..models.base import check_direction
 from ..objectives._arrays import as_params
 from ..privacy import FixedSizeSampler, Ledger, PoissonSampler
 from ..privacy import events as ev
@@ -139,7 +140,6 @@ class PrivateOracle:
                  lazy: bool = False, secure_noise: bool = False):
         self.model = check_model(model)
         self._dim = model.dim  # (a property of the model: read once)
-        self._known = (None, None)  # the last (w, gradient) checked or released here (_params)
         self._plain_regularizer = type(model).regularizer_grad is PrivateModel.regularizer_grad
         self.secure_noise = bool(secure_noise)  # gradients and line searches by exact discrete noise on a grid
         self.ledger = mech.check_ledger(ledger)
@@ -245,20 +245,7 @@ class PrivateOracle:
         q·N (or m) *before* the noise (kuru2022 eq. (2.8)).  It is charged,
         amplified by the sampler, before the noise is drawn.
         """
-        return self._noisy_sum(self._params(w), event, mean)
-
-    def _params(self, w, name: str = "w") -> np.ndarray:
-        """``w`` as checked parameters (:func:`~dpopt.objectives._arrays.as_params`); for the very
-        array this oracle last checked as a gradient's point or last released as a gradient (a
-        loop's ``line_search(w, g)`` after ``gradient(w)``) only its finiteness is checked again (its
-        shape was checked).  The caller owns both arrays and may have changed them in place (a
-        diverging ``w -= η g`` reaches ±inf): a non-finite point must get its one-line error here,
-        before any data is read, because the data terms are not all bounded for it (a zero record's
-        clipping threshold C/‖x_i‖ is inf, and 0·inf is NaN in the gradient sum), so an error
-        raised later would depend on whether such a record is in the batch."""
-        if (w is self._known[0] or w is self._known[1]) and np.logical_and.reduce(np.isfinite(w), axis=None):
-            return w
-        return as_params(w, self._dim, name)
+        return self._noisy_sum(as_params(w, self._dim), event, mean)
 
     def _noisy_sum(self, w: np.ndarray, event: ev.Event, mean: bool) -> np.ndarray:
         """:meth:`noisy_sum` of a checked ``w``."""
@@ -274,13 +261,11 @@ class PrivateOracle:
 
     def gradient(self, w, event: ev.Event, *, mean: bool = False) -> np.ndarray:
         """The noisy mean gradient plus ∇r(w): :meth:`noisy_sum` normalized by q·N (or m)."""
-        w = self._params(w)
+        w = as_params(w, self._dim)
         noisy = self._noisy_sum(w, event, mean)
         # ∇r(w) = μ·w (PrivateModel.regularizer_grad, unless the model overrides it) of the checked w
-        g = (noisy if mean else noisy / self.weight) + (self.model.l2 * w if self._plain_regularizer
-                                                         else self.model.regularizer_grad(w))
-        self._known = (w, g)
-        return g
+        return (noisy if mean else noisy / self.weight) + (self.model.l2 * w if self._plain_regularizer
+                                                            else self.model.regularizer_grad(w))
 
     def gaussian_gradient(self, w, sigma: float) -> np.ndarray:
         """g̃ = (Σ_B clip(∇f_i, C) + N(0, σ²I))/(q·N) + ∇r(w) (chen2020 Alg. 2, lines 4–6)."""
@@ -302,9 +287,7 @@ class PrivateOracle:
 
     def _ray(self, w, g, indices) -> Ray:
         """:meth:`ray` over a minibatch this oracle drew (``indices``), ``w`` and ``g`` checked here."""
-        w, g = self._params(w), self._params(g, "direction")
-        if w.shape != g.shape:
-            raise ValueError(f"direction must have the shape of w {w.shape}, got {g.shape}")  # (check_direction's)
+        w, g = check_direction(w, g, self._dim)
         return Ray._along(self.model, w, g, self.c_obj, indices, self.weight, self.query)
 
     def line_search(self, w, g, steps, *, alpha: float, budget: float):
