@@ -400,23 +400,24 @@ def test_a_filter_checks_one_order_where_the_grid_would_accept_any():
 
 
 def test_a_filter_decides_alone_in_one_pass_as_the_full_check_does(monkeypatch):
-    """A root or detached filter checks and composes a charge in one pass (Ledger._filter_room,
-    RDPAccountant._compose_within) when it fits with room to spare, and otherwise asks the full
-    check: over random streams of alternating events, up to and past the budget and at budgets that
-    land a charge within the rounding margin, it accepts and refuses exactly what a ledger without
-    the one-pass path does, with the same composed RDP at every step."""
+    """A root or detached filter decides a charge by one test against its kept room
+    (Ledger._filter_room, Ledger._fits_with_room) when it fits with room to spare, and otherwise asks
+    the full check: over random streams of alternating events, up to and past the budget and at
+    budgets that land a charge within the rounding margin, it accepts and refuses exactly what a
+    ledger without the one-test path does, with the same composed RDP at every step."""
     from dpopt.privacy.rdp import filter_order
 
     pool = [ev.Subsampled(ev.Gaussian(2.0), 0.01), ev.Subsampled(ev.AboveThreshold.laplace(0.2, 0.1), 0.01),
             ev.Laplace(scale=50.0), ev.Gaussian(8.0)]
     calls = [0]
-    within = RDPAccountant._compose_within
+    within = Ledger._fits_with_room
 
-    def counted(self, *args, **kwargs):
-        calls[0] += 1
-        return within(self, *args, **kwargs)
+    def counted(self, event):
+        fits = within(self, event)
+        calls[0] += fits
+        return fits
 
-    monkeypatch.setattr(RDPAccountant, "_compose_within", counted)
+    monkeypatch.setattr(Ledger, "_fits_with_room", counted)
     gen = np.random.default_rng(3)
     for _ in range(6):
         epsilon, delta = float(gen.uniform(0.2, 2.0)), 1e-6
@@ -442,14 +443,15 @@ def test_a_filter_decides_alone_in_one_pass_as_the_full_check_does(monkeypatch):
         assert 0 < accepted < len(stream)  # the budget ran out within the stream
         assert fast.events == slow.events
         np.testing.assert_array_equal(fast.accountant.rdp, slow.accountant.rdp)
-    assert calls[0] > 0
+    assert calls[0] > 0  # charges decided by the one test
     # a charge landing within the rounding margin of B(α) goes to the exact check
     event = pool[2]
     probe = Ledger(1.0, 1e-6, "rdp", filter_order=32.0)
     cost = probe._accountant.focused_cost(event)
     edge = Ledger(1.0, 1e-6, "rdp", filter_order=32.0)
-    edge._room = (cost, 1e-9, (edge.filter_order, edge.epsilon, edge.delta))  # room exactly the cost:
-    assert not edge._accountant._compose_within(event, cost, 1e-9, compose=False)  # not decided in one pass
+    index = edge._accountant.order_index(32.0)
+    edge._room = (cost, 1e-9, index, (edge.filter_order, edge.epsilon, edge.delta))  # room exactly the cost:
+    assert not within(edge, event)  # not decided by the one test
     assert edge.can_afford(event) == probe.can_afford(event)
 
 

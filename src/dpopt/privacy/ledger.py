@@ -173,7 +173,7 @@ class Ledger:
         self._spent_epsilon: float | None = 0.0
         self._parent: Ledger | None = None
         self._detached = False  # charged to the parent once as a RenyiBound (fix_filter_order)
-        self._room = None  # (B(α), margin, (α, ε, δ)) of a filter that decides alone (_filter_room)
+        self._room = None  # (B(α), margin, index of α, (α, ε, δ)) of a filter that decides alone (_filter_room)
         self._related = ev.IdentityCache(_RELATED_BY_ID)  # events whose relation was checked (a loop's events)
 
     # -- children -----------------------------------------------------------
@@ -286,29 +286,35 @@ class Ledger:
         return None, chain
 
     def _filter_room(self):
-        """(B(α), rounding margin, (α, ε, δ)) at the filter order, when this ledger alone decides its
-        charges (a filter that is a root or detached from its parent); else None.  Kept with the
-        (α, ε, δ) it was computed for, and computed again when any of them changed (an order fixed
-        again before the first charge, a budget set anew): a stale B(α) would accept overspending."""
+        """(B(α), rounding margin, index of α, (α, ε, δ)) at the filter order, when this ledger alone
+        decides its charges (a filter that is a root or detached from its parent); else None.  Kept
+        with the (α, ε, δ) it was computed for, and computed again when any of them changed (an
+        order fixed again before the first charge, a budget set anew): a stale B(α) would accept
+        overspending."""
         key = (self.filter_order, self.epsilon, self.delta)
         room = self._room
-        if room is not None and room[2] == key:
+        if room is not None and room[3] == key:
             return room
         if self.filter_order is None or not (self._parent is None or self._detached):
             return None
         acc = self._accountant
         budget, margin = acc._headroom(self.epsilon, self.delta)
         i = acc.order_index(self.filter_order)
-        room = self._room = (float(budget[i]), float(margin[i]), key)
+        room = self._room = (float(budget[i]), float(margin[i]), i, key)
         return room
+
+    def _fits_with_room(self, event: ev.Event) -> bool:
+        """Whether this filter, deciding alone, fits ``event`` with room to spare: the first test of
+        :meth:`RDPAccountant.fits` (B(α) − value after ≥ margin, by :meth:`RDPAccountant._value_after`'s
+        arithmetic), without its look-ups.  False says nothing: the full check then decides exactly
+        (within the margin, over the budget, NaN)."""
+        room = self._filter_room()
+        return room is not None and room[0] - self._accountant._value_after(event, room[2]) >= room[1]
 
     def can_afford(self, event: ev.Event) -> bool:
         """Whether :meth:`charge` would accept ``event`` now (charges nothing)."""
         self._check_relation(event)
-        room = self._filter_room()
-        if room is not None and self._accountant._compose_within(event, room[0], room[1], compose=False):
-            return True
-        return self._refusal(event)[0] is None
+        return self._fits_with_room(event) or self._refusal(event)[0] is None
 
     def charge(self, event: ev.Event) -> ev.Event:
         """Record ``event`` here and in every ancestor, or raise and change nothing.
@@ -320,12 +326,10 @@ class Ledger:
         if not isinstance(event, ev.Event):
             raise TypeError(f"event must be a privacy Event, got {type(event).__name__}")
         self._check_relation(event)
-        room = self._filter_room()
-        if room is not None and self._accountant._compose_within(event, room[0], room[1], compose=True):
-            self._events.append(event)  # (a filter within its margin: checked and composed in one pass)
-            self._spent_epsilon = None
-            return event
-        refused, chain = self._refusal(event)
+        if self._fits_with_room(event):  # a filter deciding alone, within its budget by more than the margin
+            refused, chain = None, [self]
+        else:
+            refused, chain = self._refusal(event)
         if refused is not None:
             which = "this ledger" if refused is self else "a parent ledger"
             after = refused._accountant.copy().compose(event)

@@ -973,31 +973,6 @@ class RDPAccountant(AccountantBase):
             value = self._values.put(event, float(_curve(event, sub, key)[j]))
         return value
 
-    def _compose_within(self, event: ev.Event, room: float, tol: float, *, compose: bool) -> bool:
-        """Whether the RDP at the focus order after one more ``event`` is at least ``tol`` below
-        ``room`` (:meth:`fits`' first test, by :meth:`_value_after`'s arithmetic); if so and
-        ``compose``, compose it (:meth:`compose`'s arithmetic, which gives the same float).  False
-        says nothing about fitting: the caller then asks :meth:`fits`, which decides exactly.
-        One pass for a filter ledger's check and charge of the same event."""
-        value = self._values.get(event)
-        if value is None:
-            value = self._focused(event)
-        last = self._last
-        same = last is not None and (event is last or _equal_events(event, last))
-        after = self._value_base + (self._count + 1) * value if same else self._value + 1 * value
-        if not room - after >= tol:  # (NaN: not within)
-            return False
-        if compose:
-            if same:
-                self._count += 1
-                self._runs[-1] = (last, self._count)
-            else:
-                self._value_base, self._last, self._count = self._value, event, 1
-                self._runs.append((event, 1))
-            self._value = after
-            self._rdp = self._base = None
-        return True
-
     def _arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """(composed curve, curve before the last run) at every order (materialized if focused)."""
         if self._rdp is None:
