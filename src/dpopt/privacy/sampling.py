@@ -29,9 +29,6 @@ _SCAN_ENTRIES = 64
 _KEY_COST_RATIO = 3.0
 # Above this Poisson rate one uniform per row beats Geometric gaps (both exact).
 _GAP_RATE_MAX = 0.25
-# Below this rate PoissonSampler.indices clamps its gaps at n + 1 before summing them
-# (numpy's Geometric reaches ~45/rate, which overflowed the int64 sums below ~1e-17).
-_TINY_RATE = 1e-12
 # PoissonStream blocks: about this many Geometric gaps (or, above _GAP_RATE_MAX, uniform
 # rows) per block once the block has grown, and at most this many samples per block.
 _STREAM_GAPS = 1 << 14
@@ -75,31 +72,16 @@ class PoissonSampler:
     def __init__(self, rate: float):
         self.rate = check_rate("rate", rate)
         self._wrapped = ev.IdentityCache(_WRAPPED_BY_ID)
-        self._chunks: dict = {}  # n -> Geometric draws per chunk (checked n only)
 
     def wrap(self, event: ev.Event) -> ev.Event:
         return event if self.rate == 1.0 else _wrapped(self, event)
 
     def indices(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """Sorted indices of one Poisson sample of ``range(n)``."""
-        if type(n) is not int:
-            n = check_int("n", n)
-        chunk = self._chunks.get(n)
-        if chunk is None:
-            n = check_int("n", n)
-            chunk = self._chunks[n] = _gap_chunk(n * self.rate, self.rate)
-        q = self.rate
-        if q > _GAP_RATE_MAX:
-            return np.flatnonzero(rng.random(n) < q)
-        if q < _TINY_RATE:  # same points (a gap past n stays past n), no overflow
-            return _bernoulli_points(rng, q, n)
-        positions = rng.geometric(q, size=chunk).cumsum()
-        positions -= 1
-        parts = [positions]
-        while parts[-1][-1] < n:
-            parts.append(parts[-1][-1] + rng.geometric(q, size=chunk).cumsum())
-        positions = parts[0] if len(parts) == 1 else np.concatenate(parts)
-        return positions[: positions.searchsorted(n)]
+        n = check_int("n", n)
+        if self.rate > _GAP_RATE_MAX:
+            return np.flatnonzero(rng.random(n) < self.rate)
+        return _bernoulli_points(rng, self.rate, n)  # numpy's Geometric gaps
 
     def stream(self, n: int, rng: np.random.Generator, block: int | None = None) -> PoissonStream:
         """A :class:`PoissonStream`: ``next()`` gives one fresh Poisson sample of ``range(n)`` per call.
