@@ -277,15 +277,7 @@ def above_threshold_search(ray: Ray, steps: np.ndarray, *, alpha: float, budget:
     session = mech.AboveThresholdSession(event, batch_shape=ray.batch_shape,
                                          queries=None if lazy and not secure_noise else k, **options)
     start, chunk = 0, LAZY_CHUNK if lazy else EAGER_FIRST_CHUNK
-    if not ray.batch_shape:  # one lazy search: each query's noise drawn when it is asked
-        while start < k:
-            stop = min(start + chunk, k)
-            found = int(session.ask_block(queries(start, stop)))
-            if found >= 0:
-                return np.array(start + found)
-            start = stop
-        return np.array(-1)
-    index = np.full(ray.batch_shape, -1)
+    index = np.full(ray.batch_shape, -1)  # (a lazy single search too: shape ())
     while start < k:
         stop = min(start + chunk, k)
         found = session.ask_block(queries(start, stop))
