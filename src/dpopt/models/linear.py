@@ -266,18 +266,18 @@ class LinearModel(PrivateModel):
             a, b, along = y * z, y * u, self.loss.loss_along
             base = self.loss.loss(a) if decrease else None
 
-            def clipped_sum(c, sl):  # (k, rows) losses -> (k,) sums of the clipped terms
-                return np.add.reduce(_clip_terms(c, None if base is None else base[sl], lo, cap), axis=1)
+            def clipped_sum(c, base_rows):  # (k, rows) losses -> (k,) sums of the clipped terms
+                return np.add.reduce(_clip_terms(c, base_rows, lo, cap), axis=1)
 
             def values(steps):
                 n, k = y.shape[0], steps.shape[-1]
                 if n <= 256 or n * k <= _EVAL_ENTRIES:  # one block (a minibatch)
-                    return np.add.reduce(_clip_terms(along(a, b, steps), base, lo, cap), axis=1)
+                    return clipped_sum(along(a, b, steps), base)
                 rows = max(256, _EVAL_ENTRIES // max(k, 1))
                 out = np.zeros(steps.shape)
-                for start in range(0, y.shape[0], rows):
+                for start in range(0, n, rows):
                     sl = slice(start, start + rows)
-                    out += clipped_sum(along(a[sl], b[sl], steps), sl)
+                    out += clipped_sum(along(a[sl], b[sl], steps), None if base is None else base[sl])
                 return out
 
             return values
