@@ -368,6 +368,12 @@ def _check_above_threshold(event) -> ev.AboveThreshold:
     return event
 
 
+
+def _check_query_count(queries) -> None:
+    """``ValueError`` unless ``queries`` (how many queries a search may ask) is an integer ≥ 1."""
+    if isinstance(queries, bool) or not isinstance(queries, int | np.integer) or queries < 1:
+        raise ValueError(f"queries must be an integer >= 1, got {queries!r}")
+
 class _Comparisons:
     """The noisy threshold and the noisy query answers of one AboveThreshold run.
 
@@ -468,9 +474,8 @@ class AboveThresholdSession:
 
     def __init__(self, event: ev.AboveThreshold, *, ledger: Ledger, rng, threshold=0.0, batch_shape=(), sampler=None,
                  secure_noise: bool = False, queries: int | None = None):
-        if queries is not None and (isinstance(queries, bool) or not isinstance(queries, int | np.integer)
-                                    or queries < 1):
-            raise ValueError(f"queries must be an integer >= 1, got {queries!r}")
+        if queries is not None:
+            _check_query_count(queries)
         self._run = _Comparisons(event, ledger, rng, sampler, secure_noise)
         self.event = self._run.event
         self.batch_shape = (batch_shape,) if isinstance(batch_shape, int) else tuple(batch_shape)
@@ -554,8 +559,7 @@ def above_threshold_first(answers, queries: int, *, event: ev.AboveThreshold, le
     This is the one-search case of :class:`AboveThresholdSession` opened for ``queries`` queries
     without its per-call bookkeeping: the line-search oracle's path.
     """
-    if isinstance(queries, bool) or not isinstance(queries, int | np.integer) or queries < 1:
-        raise ValueError(f"queries must be an integer >= 1, got {queries!r}")
+    _check_query_count(queries)
     run = _Comparisons(event, ledger, rng, sampler, secure_noise)
     noisy_threshold, noise = run.first_draws(float(threshold), int(queries))
     grid, start, chunk = run.grid, 0, first_chunk
