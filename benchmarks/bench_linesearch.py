@@ -29,6 +29,13 @@ Sections and their targets:
    one-off work of the two fits — the plan's root finding, the first RDP curves —
    differs by a few ms, ±20–50 µs per iteration over 200 iterations, and three
    runs of one checkout gave ratios of 0.94, 1.93 and 2.59.)  Target: ≤ 1.2×.
+   Beside it, the *bound*: the floor's work plus the numpy work privacy adds to it
+   (clipping, the finiteness checks, the Gaussian and Laplace draws, the noisy
+   comparisons, the candidates in the fit's chunks), written out by hand in one
+   loop with no dpopt code (:func:`bound_seconds`).  ``bound / floor`` is what
+   the privacy arithmetic itself costs; ``fit / bound`` is what dpopt's Python
+   layers (sampling, ledger, checks, the algorithm's bookkeeping) add to it.
+   ``--batches`` sets the minibatch sizes (default 200 and 5,000).
 4. ``reproduce`` (``--reproduce``) — ``dpopt reproduce chen2020 --quick
    --jobs 1`` in a subprocess, its CPU time (the process and its workers).
    Target: ≤ 40 CPU-s.
@@ -41,7 +48,7 @@ multi-threaded BLAS was 5–70× slower on the shared 2-core machine); set
 ``OMP_NUM_THREADS=1`` for steadier numbers.
 
 Usage: ``python benchmarks/bench_linesearch.py [--repeats K] [--sections adult diffprivlib floor]
-[--sizes 1e5 1e6] [--dims 20 100] [--reproduce]``.
+[--sizes 1e5 1e6] [--dims 20 100] [--batches 200 5000] [--reproduce]``.
 """
 
 from __future__ import annotations
@@ -151,24 +158,30 @@ def diffprivlib(repeats: int, sizes, dims) -> dict:
     return out
 
 
-def floor_seconds(model: LinearModel, info: dict, seed: int = 1) -> float:
-    """CPU seconds of the bare numpy data work of one fit's releases (see the module docstring)."""
+def _replay(model: LinearModel, info: dict, seed: int):
+    """The inputs :func:`floor_seconds` and :func:`bound_seconds` replay one fit's releases on: the
+    index sets (drawn beforehand, Bernoulli(q) per row), a fixed point and direction, and the
+    candidate steps of one search (as many as the fit asked per search, on average)."""
     rng = np.random.default_rng(seed)
-    X, y = model.X, model.y
-    q, n = info["rate"], model.n
+    n, q = model.n, info["rate"]
     gradients, searches = info["gradients"], info["line_searches"]
     queries = info.get("line_search_queries", 2 * searches)  # older checkouts: ~2 per search
     per_search = max(1, round(queries / max(searches, 1)))
     draws = [np.flatnonzero(rng.random(n) < q) for _ in range(gradients + searches)]
-    w = np.full(model.dim, 0.01)
-    g = np.full(model.dim, -0.01)
-    steps = 0.8 ** np.arange(per_search)
+    w, g = np.full(model.dim, 0.01), np.full(model.dim, -0.01)
+    return draws[:gradients], draws[gradients:], w, g, 0.8 ** np.arange(per_search)
+
+
+def floor_seconds(model: LinearModel, info: dict, seed: int = 1) -> float:
+    """CPU seconds of the bare numpy data work of one fit's releases (see the module docstring)."""
+    X, y = model.X, model.y
+    gradient_draws, search_draws, w, g, steps = _replay(model, info, seed)
     cpu = time.process_time()
-    for idx in draws[:gradients]:
+    for idx in gradient_draws:
         Xb = X[idx]
         r = -y[idx] / (1.0 + np.exp(y[idx] * (Xb @ w)))
         Xb.T @ r
-    for idx in draws[gradients:]:
+    for idx in search_draws:
         Xb, yb = X[idx], y[idx]
         z, u = Xb @ w, Xb @ g
         np.logaddexp(0.0, -yb * z)
@@ -177,27 +190,88 @@ def floor_seconds(model: LinearModel, info: dict, seed: int = 1) -> float:
     return time.process_time() - cpu
 
 
-def floor(repeats: int, n: int = 100_000, d: int = 100, short: int = 100, long: int = 600) -> dict:
+def bound_seconds(model: LinearModel, info: dict, seed: int = 1) -> float:
+    """CPU seconds of the floor's data work plus the numpy work that privacy adds to it, written
+    out by hand in one loop with no dpopt code: a timing reference, it releases nothing.
+
+    Per gradient: the clipped coefficients −y·min(σ(−y z), C/‖x_i‖) (chen2020 eq. (6)), the
+    finiteness check of the sum, one Gaussian draw of d values, the scaling and ∇r.  Per search:
+    a = y z and b = y u, the loss at 0, the threshold and query noise in one Laplace draw, and the
+    clipped decreases of the floor's candidates, in the fit's chunks (3, then 6), each chunk's sums
+    checked and compared with the noisy threshold.  Not counted (the fit pays them): Poisson sampling,
+    the ledger, argument checks and the algorithm's own bookkeeping.  Candidates: the floor's count,
+    fewer than the fit evaluates (it finishes a chunk), so the bound is on the low side.
+    """
+    X, y = model.X, model.y
+    gradient_draws, search_draws, w, g, steps = _replay(model, info, seed)
+    rng = np.random.default_rng(seed)
+    with np.errstate(divide="ignore"):  # C/‖x_i‖ with C = 1 (inf for a zero row), once, as the model does
+        thresholds = 1.0 / np.linalg.norm(X, axis=1)
+    weight, mu, cap, k = info["rate"] * model.n, model.l2, 1.0, steps.shape[0]
+    armijo = -0.5 * steps * weight * float(g @ g)
+    chunks = [(start, min(start + size, k)) for start, size in ((0, 3), (3, 6), (9, 6)) if start < k]
+    land, isfinite = np.logical_and.reduce, np.isfinite
+    cpu = time.process_time()
+    for idx in gradient_draws:
+        Xb, yb = X.take(idx, axis=0), y.take(idx)
+        s = Xb @ w
+        s *= yb
+        np.exp(s, out=s)
+        s += 1.0
+        np.reciprocal(s, out=s)
+        np.fmin(s, thresholds.take(idx), out=s)
+        s *= -yb
+        total = Xb.T @ s
+        if not land(isfinite(total)):
+            raise ValueError("non-finite gradient")
+        (total + rng.normal(0.0, 1.0, total.shape[0])) / weight + mu * w
+    for idx in search_draws:
+        Xb, yb = X.take(idx, axis=0), y.take(idx)
+        a, b = yb * (Xb @ w), yb * (Xb @ g)
+        base = np.logaddexp(0.0, -a)
+        noise = rng.laplace(0.0, 1.0, k + 1)
+        for start, stop in chunks:
+            t = np.multiply.outer(steps[start:stop], b)
+            t -= a
+            np.logaddexp(0.0, t, out=t)
+            np.subtract(base, t, out=t)
+            np.fmax(t, -cap, out=t)
+            np.fmin(t, cap, out=t)
+            values = armijo[start:stop] + np.add.reduce(t, axis=1)
+            if not land(isfinite(values)):
+                raise ValueError("non-finite query")
+            above = values + noise[1 + start : 1 + stop] >= noise[0]
+            above.argmax()
+    return time.process_time() - cpu
+
+
+def floor(repeats: int, n: int = 100_000, d: int = 100, short: int = 100, long: int = 600,
+          batches=(200, 5000)) -> dict:
     """Marginal CPU per iteration, (fit(T=long) − fit(T=short))/(long − short), so that the one-off
-    work of a fit (its plan, the ledger) is not counted, against the same difference of floors;
-    the median over seeds of the per-seed ratio."""
+    work of a fit (its plan, the ledger) is not counted, against the same difference of floors and
+    of bounds (:func:`bound_seconds`); the median over seeds of the per-seed ratios."""
     model = unit_model(n, d)
     out = {}
-    for batch in (200, 5000):
-        fits, floors, ratios = [], [], []
+    for batch in batches:
+        fits, floors, bounds, ratios, bound_ratios = [], [], [], [], []
         for s in range(repeats):
             (r1, c1), (r2, c2) = (timed("dp-blsgd", model, s, rate=batch / n, planned_iterations=t)
                                   for t in (short, long))
             steps = max(r2.nit - r1.nit, 1)
             fits.append((c2 - c1) / steps)
             floors.append((floor_seconds(model, r2.info, s) - floor_seconds(model, r1.info, s)) / steps)
+            bounds.append((bound_seconds(model, r2.info, s) - bound_seconds(model, r1.info, s)) / steps)
             ratios.append(fits[-1] / floors[-1])
+            bound_ratios.append(bounds[-1] / floors[-1])
         fit, bare, ratio = median(fits), median(floors), median(ratios)
         out[f"floor m={batch}"] = ratio
+        out[f"bound m={batch}"] = median(bound_ratios)
         print(f"floor: n={n:.0e} d={d} minibatch {batch:5d}: {1e3 * fit:7.3f} ms/iteration, data floor "
               f"{1e3 * bare:7.3f} ms/iteration: ratio {ratio:5.2f} ({verdict(ratio, TARGETS['floor'])}, "
               f"target <= {TARGETS['floor']:g}); {r2.info.get('line_search_queries', '-')} queries in "
-              f"{r2.info['line_searches']} searches", flush=True)
+              f"{r2.info['line_searches']} searches; the floor plus privacy's numpy work, hand-fused "
+              f"(bound): {1e3 * median(bounds):7.3f} ms/iteration, {median(bound_ratios):5.2f} x the floor, "
+              f"the fit {median([f / b for f, b in zip(fits, bounds, strict=True)]):5.2f} x the bound", flush=True)
     return out
 
 
@@ -220,6 +294,8 @@ def main() -> int:
                         choices=["adult", "diffprivlib", "floor"])
     parser.add_argument("--sizes", type=float, nargs="+", default=[1e5, 1e6])
     parser.add_argument("--dims", type=int, nargs="+", default=[20, 100])
+    parser.add_argument("--batches", type=int, nargs="+", default=[200, 5000],
+                        help="expected minibatch sizes of the floor section")
     parser.add_argument("--reproduce", action="store_true", help="also time dpopt reproduce chen2020 --quick")
     args = parser.parse_args()
     print(f"python {platform.python_version()}, numpy {np.__version__}, {os.cpu_count()} CPUs, "
@@ -229,7 +305,7 @@ def main() -> int:
     if "diffprivlib" in args.sections:
         diffprivlib(args.repeats, [int(n) for n in args.sizes], args.dims)
     if "floor" in args.sections:
-        floor(args.repeats)
+        floor(args.repeats, batches=args.batches)
     if args.reproduce:
         reproduce()
     print(f"load average {os.getloadavg()[0]:.1f}")

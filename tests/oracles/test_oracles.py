@@ -330,6 +330,57 @@ def test_oracle_ray_over_its_batch_equals_ray_of_model(query, batched):
     assert not np.array_equal(armijo_queries(other, steps, 0.3), want)
 
 
+@pytest.mark.parametrize("lazy", [False, True], ids=["eager", "lazy"])
+@pytest.mark.parametrize("noise", ["laplace", "gaussian"])
+def test_one_search_answers_as_above_threshold_over_the_ladder_and_asks_no_further(monkeypatch, lazy, noise):
+    """One search, lazy or not, gives the index ``above_threshold`` gives on all the ladder's queries
+    from a generator in the same state, charges the same event, leaves the generator where it leaves
+    it, and evaluates candidates only up to the first above the threshold: one per pass when lazy,
+    3, 6, 12, … otherwise."""
+    import dpopt.oracles.line_search as ls
+    from dpopt.privacy import mechanisms as mech
+
+    passes = []
+    chunked = ls._chunked_queries
+
+    def recording(ray, steps, alpha):
+        queries = chunked(ray, steps, alpha)
+
+        def asked(start, stop):
+            passes.append((start, stop))
+            return queries(start, stop)
+        return asked
+
+    monkeypatch.setattr(ls, "_chunked_queries", recording)
+    rng = np.random.default_rng(5)
+    n, d = 240, 4
+    X = rng.normal(size=(n, d))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=n) > 0, 1.0, -1.0)
+    model = LinearModel("logistic", X, y, l2=0.01)
+    steps = 3.0 * 0.7 ** np.arange(12)
+    budget, found = (0.8 if noise == "laplace" else 0.05), set()
+    for seed in range(40):
+        w, g = rng.normal(size=d), rng.normal(size=d)
+        ray = ls.Ray.of_model(model, w, g, cap=1.0, weight=float(n), query="decrease")
+        event = ls.line_search_event(budget, ray.sensitivity, noise)
+        want_ledger, want_rng = Ledger(1e6, 1e-3, "rdp"), np.random.default_rng(seed)
+        want = mech.above_threshold(ls._queries(ray, steps, 0.5), event=event, ledger=want_ledger, rng=want_rng)
+        passes.clear()
+        got_ledger, got_rng = Ledger(1e6, 1e-3, "rdp"), np.random.default_rng(seed)
+        got = ls.above_threshold_search(ray, steps, alpha=0.5, budget=budget, noise=noise, ledger=got_ledger,
+                                        rng=got_rng, lazy=lazy)
+        assert int(got) == int(want) and got_ledger.events == want_ledger.events == [event]
+        assert got_rng.random() == want_rng.random()
+        last = int(want) + 1 if want >= 0 else steps.size
+        sizes = [stop - start for start, stop in passes]
+        assert passes[0][0] == 0 and all(a[1] == b[0] for a, b in zip(passes, passes[1:], strict=False))
+        assert passes[-1][1] >= last and passes[-1][0] < last  # nothing asked past the first above
+        assert sizes == ([1] * last if lazy else [min(c, steps.size - s) for s, c in
+                                                  zip([0, 3, 9], [3, 6, 12], strict=False)][: len(sizes)])
+        found.add(int(want))
+    assert len(found) > 3  # the searches stop at different candidates, some fail
+
+
 @pytest.mark.parametrize("indices", [np.zeros((2, 3), dtype=int), np.array([0.0, 1.0, 5.0]),
                                      np.array([True, False])], ids=["2-D", "float", "bool"])
 def test_ray_of_model_rejects_bad_indices_in_one_line(indices):

@@ -220,12 +220,12 @@ class LineSearchHyper:
         ``"no"`` — never increase: the iteration ends without a step and the
         next one starts with a fresh gradient.
     lazy:
-        Evaluate line-search queries one per data pass (AboveThresholdSession),
-        only up to the first above the threshold; same output distribution.  Below
-        :data:`dpopt.oracles.oracle.EAGER_ENTRIES` loss entries per search
-        (q·N × ``max_it``; 200-row minibatches) the candidates are evaluated 3, 6,
-        12, … per pass, with the noise of all of them drawn first (``lazy=False``
-        draws it the same way): cheaper than one pass per candidate.
+        Evaluate line-search queries one per data pass, only up to the first above
+        the threshold, with the noise of all of them drawn when the search opens;
+        same output distribution.  Below :data:`dpopt.oracles.oracle.EAGER_ENTRIES`
+        loss entries per search (q·N × ``max_it``; 200-row minibatches) the
+        candidates are evaluated 3, 6, 12, … per pass (as with ``lazy=False``):
+        cheaper than one pass per candidate.
     w0:
         Data-independent starting point (default zeros; Algorithm 2 line 2 says
         "randomly", which any public choice satisfies).

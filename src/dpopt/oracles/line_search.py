@@ -14,16 +14,17 @@ query above it.  Noise (line 3): Laplace ε₁ = ε_BT/2, ε₂ = ε_BT/4
 eq. (5)).  An infinite budget is the classic, non-private Armijo search
 (Armijo 1966), charged nothing: a reference for tests.
 
-Either way the queries are evaluated only up to the first above the threshold:
-``lazy=True`` asks them one at a time through an
-:class:`~dpopt.privacy.mechanisms.AboveThresholdSession`, each query's noise
-drawn when asked (chunks of :data:`LAZY_CHUNK` candidates per data pass);
-``lazy=False`` draws the noise of the whole ladder when the search opens — the
-random stream, and so the answer, of one
-:func:`dpopt.privacy.mechanisms.above_threshold` call over all candidates — and
-evaluates them in passes of :data:`EAGER_FIRST_CHUNK`, twice, four times … as
-many (:func:`~dpopt.privacy.mechanisms.above_threshold_first` for one search, a
-session opened for the whole ladder for R searches).  The public terms of the
+Either way the queries are evaluated only up to the first above the threshold.
+One search draws the noise of its whole ladder when it opens — the random
+stream, and so the answer, of one :func:`dpopt.privacy.mechanisms.above_threshold`
+call over all candidates; the noise of a query never asked is discarded unseen —
+and evaluates the candidates in passes
+(:func:`~dpopt.privacy.mechanisms.above_threshold_first`): ``lazy=True`` one
+pass per :data:`LAZY_CHUNK` candidates, ``lazy=False`` passes of
+:data:`EAGER_FIRST_CHUNK`, twice, four times … as many.  R searches (a ray with a
+batch shape) go through one :class:`~dpopt.privacy.mechanisms.AboveThresholdSession`:
+``lazy=True`` asks the queries a chunk at a time, each query's noise drawn when
+asked; ``lazy=False`` opens it for the whole ladder.  The public terms of the
 queries (f(w) − α η ‖g‖², the regularizer) are computed for the whole ladder at once.
 """
 
@@ -50,9 +51,9 @@ _ZERO.setflags(write=False)
 NOISES = ("laplace", "gaussian")
 #: What the line-search queries measure (see :meth:`Ray.of_model`).
 QUERIES = ("objective", "decrease")
-#: Candidates a lazy search evaluates per data pass.  The session still asks them one at a
-#: time (the same noise draws, the same charge, the same answer for any chunk size); a chunk
-#: saves per-pass overhead but evaluates candidates that may never be asked.  Measured on
+#: Candidates a lazy search evaluates per data pass (the same noise draws, the same charge, the
+#: same answer for any chunk size); a chunk saves per-pass overhead but evaluates candidates
+#: that may never be asked.  Measured on
 #: DP-BLSGD (30k × 100, ε = 0.4, two seeds, raw and unit rows): chunks of 1, 2 and 4 cost the
 #: same CPU within 5 % (4 was not faster: intelligent backtracking makes most searches stop at
 #: the first or second candidate), so the default evaluates one at a time.
@@ -263,21 +264,23 @@ def above_threshold_search(ray: Ray, steps: np.ndarray, *, alpha: float, budget:
     if event is None:
         event = line_search_event(budget, ray.sensitivity, noise)
     k = steps.shape[-1]
-    # Not lazy: the noise of all k queries is drawn when the session opens (mech.above_threshold's
-    # stream), and the queries are still evaluated only up to the first above the threshold, in
-    # chunks of 3, 6, 12, … candidates (EAGER_FIRST_CHUNK; most searches stop within the first three).
-    # Secure noise is drawn for the whole ladder at once too (one call of the exact sampler instead
-    # of one per query; it comes from the OS CSPRNG, so no generator's stream is at stake).
+    # One search (the line-search oracle's case): the noise of all k queries drawn when it opens
+    # (mech.above_threshold's stream; for secure noise one call of the exact sampler instead of one
+    # per query), the queries evaluated only up to the first above the threshold, LAZY_CHUNK per
+    # pass (lazy) or 3, 6, 12, … (EAGER_FIRST_CHUNK; most searches on small minibatches stop within
+    # the first three).  Drawing k + 1 values at once costs less than a session's per-query draws:
+    # DP-BLSGD at n = 1e5, d = 100 took 18 % less CPU per iteration on 1,000-row minibatches, 10 %
+    # on 2,000 (benchmarks/bench_linesearch.py --sections floor --batches 1000 2000).
     queries = _chunked_queries(ray, steps, alpha)
     options = {"ledger": ledger, "rng": rng, "sampler": sampler, "secure_noise": secure_noise}
-    if not ray.batch_shape and (secure_noise or not lazy):  # one search, its noise drawn at once
-        return np.array(mech.above_threshold_first(queries, k, event=event, first_chunk=EAGER_FIRST_CHUNK
-                                                   if not lazy else LAZY_CHUNK, growth=1 if lazy else 2,
-                                                   **options))
+    if not ray.batch_shape:
+        first_chunk, growth = (LAZY_CHUNK, 1) if lazy else (EAGER_FIRST_CHUNK, 2)
+        return np.array(mech.above_threshold_first(queries, k, event=event, first_chunk=first_chunk,
+                                                   growth=growth, **options))
     session = mech.AboveThresholdSession(event, batch_shape=ray.batch_shape,
                                          queries=None if lazy and not secure_noise else k, **options)
     start, chunk = 0, LAZY_CHUNK if lazy else EAGER_FIRST_CHUNK
-    index = np.full(ray.batch_shape, -1)  # (a lazy single search too: shape ())
+    index = np.full(ray.batch_shape, -1)
     while start < k:
         stop = min(start + chunk, k)
         found = session.ask_block(queries(start, stop))

@@ -135,8 +135,8 @@ def noisy_btls(
         The sampler that drew the records behind ``ray``; the charged event is
         then its amplified ``Subsampled`` event (chen2020 §4.3, Lemma 4).
     lazy:
-        Evaluate queries one at a time through an AboveThresholdSession instead
-        of all at once (same distribution; cheaper when queries are expensive).
+        Evaluate the candidates one per data pass instead of 3, 6, 12, … per pass
+        (same distribution; cheaper when queries are expensive).
 
     Returns
     -------

@@ -49,11 +49,11 @@ from .normalizer import Normalizer
 
 __all__ = ["PrivateOracle", "gaussian_sigma", "release_events", "step_event", "EAGER_ENTRIES"]
 
-#: A lazy oracle's line search asks one candidate per data pass, its noise drawn when asked,
-#: unless q·N × (number of candidates) is at most this many loss entries; then the noise of the
-#: whole ladder is drawn when the search opens (the stream of one
-#: :func:`~dpopt.privacy.mechanisms.above_threshold` call) and the candidates are evaluated in
-#: passes of 3, 6, 12, … (:data:`~dpopt.oracles.line_search.EAGER_FIRST_CHUNK`), still only up
+#: A lazy oracle's line search evaluates one candidate per data pass unless q·N × (number of
+#: candidates) is at most this many loss entries; then the candidates are evaluated in passes of
+#: 3, 6, 12, … (:data:`~dpopt.oracles.line_search.EAGER_FIRST_CHUNK`).  Either way the noise of
+#: the whole ladder is drawn when the search opens (the stream of one
+#: :func:`~dpopt.privacy.mechanisms.above_threshold` call) and the candidates are evaluated only up
 #: to the first above the threshold: on small minibatches the per-pass work costs more than a
 #: few extra candidates (DP-BLSGD, 200-row minibatches, 15 candidates: see
 #: ``benchmarks/bench_linesearch.py --sections floor``).  The choice depends on public
@@ -125,8 +125,8 @@ class PrivateOracle:
     noise, query, lazy:
         The line search's noise (``"laplace"``/``"gaussian"``), what its queries
         measure (``"objective"``/``"decrease"``, :meth:`~dpopt.oracles.Ray.of_model`)
-        and whether they are evaluated one at a time (a lazy oracle asks a few per pass, with
-        the noise of all drawn first, when q·N × candidates ≤ :data:`EAGER_ENTRIES`).
+        and whether they are evaluated one per data pass (a lazy oracle evaluates a few per
+        pass when q·N × candidates ≤ :data:`EAGER_ENTRIES`).
     secure_noise:
         Release the gradient sums and compare the line searches' queries on a power-of-two
         grid with exact discrete Gaussian (gradients) and discrete Laplace/Gaussian (line
