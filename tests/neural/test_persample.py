@@ -104,3 +104,45 @@ def test_batchnorm_refused_with_one_line_error():
     assert "\n" not in str(info.value)
     with pytest.raises(TypeError, match="torch.nn.Module"):
         check_module("not a module")
+
+
+@pytest.mark.parametrize("record", [[1.7e308, 1.7e308], [1e300, -1e300]], ids=["nan-loss", "nan-gradient"])
+def test_a_record_that_overflows_the_network_raises_nothing_and_moves_each_query_by_at_most_its_clip(record):
+    """A finite record so large that the network overflows (NaN loss, NaN gradient) contributes a
+    clipped term like any other: a clipped gradient of norm ≤ C (0), clipped losses and decreases
+    within their ranges; so whether it is in the batch changes no error and no NaN of the output
+    (privacy review finding: torch.clamp passes NaN through, and a NaN gradient norm made the
+    clipped sum NaN, which the oracle's finiteness check raised on one neighbour only)."""
+    import numpy as np
+
+    from dpopt.neural.model import TorchModel
+    from dpopt.oracles.line_search_oracle import LineSearchOracle
+    from dpopt.privacy import Ledger
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    y = (X[:, 0] > 0).astype(np.int64)
+    steps = 0.5 ** np.arange(6)
+    direction = np.random.default_rng(2).normal(size=42)  # 2·8 + 8 + 8·2 + 2 parameters
+    out = []
+    for Xd, yd in ((X, y), (np.vstack([X, [record]]), np.append(y, 1))):  # neighbours
+        torch.manual_seed(0)
+        net = nn.Sequential(nn.Linear(2, 8), nn.ReLU(), nn.Linear(8, 2)).double()
+        model = TorchModel(net, torch.tensor(Xd), torch.tensor(yd))
+        w = parameters_to_flat(net)
+        oracle = LineSearchOracle(model, ledger=Ledger(1e6, 1e-3, "rdp"), rng=np.random.default_rng(1), rate=1.0,
+                                  c_grad=1.0, c_obj=1.0, noise="gaussian", lazy=True, query="decrease", n_public=40)
+        index = oracle.line_search(w, direction, steps, alpha=0.3, budget=1.0)
+        gradient = oracle.noisy_gradient(w, 0.5)
+        total, _ = model.per_example_clipped_grad_sum(w, None, 1.0)
+        decreases = model.clipped_decrease_along(w, direction, None, 1.0)(steps)
+        losses = model.clipped_loss_sum(w, None, 1.0)
+        assert -1 <= int(index) < steps.size and np.all(np.isfinite(gradient))
+        out.append((total, decreases, losses))
+    (t0, d0, l0), (t1, d1, l1) = out
+    assert np.linalg.norm(t1 - t0) <= 1.0 + 1e-12
+    assert np.all(np.abs(d1 - d0) <= 1.0 + 1e-12) and abs(l1 - l0) <= 1.0 + 1e-12
+
+
+def parameters_to_flat(net):
+    return torch.nn.utils.parameters_to_vector(net.parameters()).detach().double().numpy()

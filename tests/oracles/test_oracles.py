@@ -547,3 +547,20 @@ def test_a_ladder_of_the_wrong_shape_gets_an_error_that_names_no_batch_size():
             messages.append(str(info.value))
             assert oracle.ledger.events == []
         assert messages[0] == messages[1]
+
+
+@pytest.mark.parametrize("secure", [False, True], ids=["plain", "secure"])
+@pytest.mark.parametrize("lazy", [False, True], ids=["eager", "lazy"])
+@pytest.mark.parametrize("noise", ["laplace", "gaussian"])
+def test_one_refused_search_draws_nothing_and_computes_no_answer(noise, lazy, secure):
+    """A search whose event the ledger refuses leaves the generator untouched, logs nothing and
+    never evaluates the ray (the charge comes before the ladder's noise and any answer)."""
+    import dpopt.oracles.line_search as ls
+
+    ray = ls.Ray(lambda steps: pytest.fail("a refused search evaluated the ray"), 0.0, 0.0, 1.0)
+    gen, ledger = np.random.default_rng(3), Ledger(1e-6, 1e-6, "rdp")
+    before = gen.bit_generator.state
+    with pytest.raises(BudgetExceededError):
+        ls.above_threshold_search(ray, 0.5 ** np.arange(6), alpha=0.5, budget=1.0, noise=noise, ledger=ledger,
+                                  rng=gen, lazy=lazy, secure_noise=secure)
+    assert gen.bit_generator.state == before and ledger.events == []

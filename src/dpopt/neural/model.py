@@ -28,6 +28,14 @@ from .persample import PerSampleGradients
 __all__ = ["TorchModel", "LOSSES", "as_tensors"]
 
 
+def _clip_terms(terms: torch.Tensor, lo: float, hi: float) -> torch.Tensor:
+    """Per-record terms clipped to [lo, hi], a NaN term (a record so large that the network
+    overflows: inf − inf) at ``lo``, as :func:`dpopt.models.linear._clip_terms` does: every term
+    stays within the range, so whether such a record is in the batch changes no error and no NaN
+    of the output (``torch.clamp`` alone passes NaN through)."""
+    return torch.nan_to_num(terms, nan=lo).clamp(lo, hi)
+
+
 def _cross_entropy(out, y):
     return F.cross_entropy(out, y, reduction="none")
 
@@ -181,7 +189,7 @@ class TorchModel(PrivateModel):
                 self.set_tensor(w - float(eta) * direction)
                 for start, along, ys, base in chunks:
                     z = start if along is None else start - float(eta) * along
-                    out[pos] += float((base - self.loss_fn(tail(z), ys)).clamp(-cap, cap).sum())
+                    out[pos] += float(_clip_terms(base - self.loss_fn(tail(z), ys), -cap, cap).sum())
             self.set_tensor(w)
             return out
 
@@ -218,7 +226,7 @@ class TorchModel(PrivateModel):
 
     def clipped_loss_sum(self, w, indices, cap):
         self._set(w)
-        return float(self.losses_tensor(indices).clamp(0.0, check_positive("cap", cap)).sum())
+        return float(_clip_terms(self.losses_tensor(indices), 0.0, check_positive("cap", cap)).sum())
 
     def clipped_decrease_along(self, w, direction, indices, cap):
         w = torch.as_tensor(np.asarray(w, dtype=float), device=self.device, dtype=self.dtype)

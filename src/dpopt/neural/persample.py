@@ -344,7 +344,10 @@ class PerSampleGradients:
         """(Σ_i clip(∇f_i, C) as a flat vector, the per-example losses) — chen2020 eq. (6).
 
         The clip weight is min(1, C'/‖∇f_i‖) with C' = C·(1 − 8·machine ε), so rounding in the
-        norm can never make a clipped gradient longer than C.
+        norm can never make a clipped gradient longer than C.  A record whose gradient is not
+        finite (one so large that the network overflows) contributes 0, a vector within the
+        clip: the chunk's sum is recomputed without it, so whether such a record is in the batch
+        changes no error and no NaN of the output (the sensitivity stays C).
         """
         margin = 1.0 - 8.0 * torch.finfo(self.params[0].dtype).eps
         flat = torch.zeros(sum(p.numel() for p in self.params), dtype=self.params[0].dtype,
@@ -354,6 +357,12 @@ class PerSampleGradients:
             loss, per_layer = self._backprops(x[s], y[s])
             losses.append(loss)
             norm = self._layer_norms(per_layer).clamp_min(0).sqrt()
+            finite = torch.isfinite(norm)
+            if not bool(finite.all()):  # drop the records whose gradient overflowed (they add 0)
+                if not bool(finite.any()):
+                    continue
+                _, per_layer = self._backprops(x[s][finite], y[s][finite])
+                norm = self._layer_norms(per_layer).clamp_min(0).sqrt()
             weight = (clip * margin / norm.clamp_min(1e-30)).clamp(max=1.0)
             offset = 0
             for index, (_, rule, ps) in enumerate(self.layers):
