@@ -66,7 +66,9 @@ import time
 import numpy as np
 
 from dpopt.linesearch import registry
+from dpopt.linesearch.algorithms import LineSearchHyper
 from dpopt.linesearch.model import LinearModel
+from dpopt.oracles.oracle import EAGER_ENTRIES
 
 EPSILON, DELTA = 0.4, 1e-8
 TARGETS = {"adult_cpu": 2.0, "adult_accuracy": 0.82, "diffprivlib": 5.0, "floor": 1.2, "reproduce": 40.0}
@@ -197,10 +199,11 @@ def bound_seconds(model: LinearModel, info: dict, seed: int = 1) -> float:
     Per gradient: the clipped coefficients −y·min(σ(−y z), C/‖x_i‖) (chen2020 eq. (6)), the
     finiteness check of the sum, one Gaussian draw of d values, the scaling and ∇r.  Per search:
     a = y z and b = y u, the loss at 0, the threshold and query noise in one Laplace draw, and the
-    clipped decreases of the floor's candidates, in the fit's chunks (3, then 6), each chunk's sums
+    clipped decreases of the floor's candidates in the fit's passes — one candidate per pass where
+    the fit's searches are lazy (q·N × max_it > ``EAGER_ENTRIES``), else 3, then 6 — each pass's sums
     checked and compared with the noisy threshold.  Not counted (the fit pays them): Poisson sampling,
-    the ledger, argument checks and the algorithm's own bookkeeping.  Candidates: the floor's count,
-    fewer than the fit evaluates (it finishes a chunk), so the bound is on the low side.
+    the ledger, argument checks and the algorithm's own bookkeeping.  Candidates: the floor's count
+    (the fit's mean number asked), no more than the fit evaluates, so the bound is on the low side.
     """
     X, y = model.X, model.y
     gradient_draws, search_draws, w, g, steps = _replay(model, info, seed)
@@ -209,7 +212,10 @@ def bound_seconds(model: LinearModel, info: dict, seed: int = 1) -> float:
         thresholds = 1.0 / np.linalg.norm(X, axis=1)
     weight, mu, cap, k = info["rate"] * model.n, model.l2, 1.0, steps.shape[0]
     armijo = -0.5 * steps * weight * float(g @ g)
-    chunks = [(start, min(start + size, k)) for start, size in ((0, 3), (3, 6), (9, 6)) if start < k]
+    if weight * LineSearchHyper().max_it > EAGER_ENTRIES:  # the fit's searches are lazy
+        chunks = [(start, start + 1) for start in range(k)]
+    else:
+        chunks = [(start, min(start + size, k)) for start, size in ((0, 3), (3, 6), (9, 6)) if start < k]
     land, isfinite = np.logical_and.reduce, np.isfinite
     cpu = time.process_time()
     for idx in gradient_draws:
