@@ -9,7 +9,7 @@ claims, figures, tables, data and privacy guarantee) and the CSV/JSON files the
 report is drawn from.  The folder appears only when the run has finished: an
 interrupted or failed run leaves nothing behind.  --quick runs a reduced
 configuration (a smoke test in under two minutes, not the paper's numbers;
-chen2020 --quick --jobs 1 took 22 CPU-seconds on a 2-core machine).
+chen2020 --quick --jobs 1 took 21 CPU-seconds on a 2-core machine).
 """
 
 from __future__ import annotations
