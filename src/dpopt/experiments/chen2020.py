@@ -190,7 +190,7 @@ class Config:
 #: magic, 2 of the 10 folds × 1 run per cell, and Fig. 1 with every other value, one fold, one run.
 FULL = Config(datasets=("adult", "keel:magic"), eval_folds=2, runs=1, study_folds=1, study_runs=1,
               study_values=2)
-#: CI-sized (22 CPU-s with --jobs 1, measured by benchmarks/bench_linesearch.py --reproduce; 47 CPU-s
+#: CI-sized (21 CPU-s with --jobs 1, measured by benchmarks/bench_linesearch.py --reproduce; 47 CPU-s
 #: before DP-BLSGD's planned iterations): Adult subsampled to 2000 rows, two ε, 2 of 10 folds, one run,
 #: and a thin Fig. 1 study at one ε.
 QUICK = Config(
