@@ -106,7 +106,8 @@ def test_batchnorm_refused_with_one_line_error():
         check_module("not a module")
 
 
-@pytest.mark.parametrize("record", [[1.7e308, 1.7e308], [1e300, -1e300]], ids=["nan-loss", "nan-gradient"])
+@pytest.mark.parametrize("record", [[1.7e308, 1.7e308], [-1.79e308, -1.79e308], [1e300, -1e300]],
+                         ids=["nan-loss-along", "nan-loss-at-w", "nan-gradient"])
 def test_a_record_that_overflows_the_network_raises_nothing_and_moves_each_query_by_at_most_its_clip(record):
     """A finite record so large that the network overflows (NaN loss, NaN gradient) contributes a
     clipped term like any other: a clipped gradient of norm ≤ C (0), clipped losses and decreases
@@ -146,3 +147,40 @@ def test_a_record_that_overflows_the_network_raises_nothing_and_moves_each_query
 
 def parameters_to_flat(net):
     return torch.nn.utils.parameters_to_vector(net.parameters()).detach().double().numpy()
+
+
+class _Pair(nn.Module):
+    """A shared encoder called on both halves of a record (a layer used twice)."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Linear(4, 4)
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.head(self.enc(x[:, 0]) - self.enc(x[:, 1]))
+
+
+class _Difference(nn.Module):
+    def forward(self, h):
+        return h[:, 0] - h[:, 1]
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("shape", ["shared-layer", "tokens"])
+def test_a_record_whose_pieces_cancel_moves_the_clipped_sum_by_at_most_the_clip(shape, dtype):
+    """A record with the same huge vector in both halves has gradient 0 (clip weight 1) but pieces
+    ±M, per call of a shared layer or per token on the ghost-norm path; summed with the other
+    records' they absorbed the whole layer's clipped sum (||Δ|| = 15 with C = 1; privacy review)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(200, 2, 4)) + 3.0, np.zeros(200, dtype=np.int64)
+    big = 1e20 if dtype == torch.float64 else 1e12
+    sums = []
+    for Xd, yd in ((X, y), (np.concatenate([X, np.full((1, 2, 4), big)]), np.append(y, 1))):
+        torch.manual_seed(0)
+        net = (_Pair() if shape == "shared-layer" else nn.Sequential(nn.Linear(4, 4), _Difference(), nn.Linear(4, 2)))
+        engine = PerSampleGradients(net.to(dtype), lambda out, t: nn.functional.cross_entropy(out, t, reduction="none"))
+        sums.append(engine.clipped_sum(torch.tensor(Xd, dtype=dtype), torch.tensor(yd), 1.0)[0].double())
+    assert float((sums[1] - sums[0]).norm()) <= 1.0 + 1e-5

@@ -198,3 +198,24 @@ def test_secure_noise_training_charges_discrete_gaussians_within_budget():
     plain = train(_net(), (X, y), method="dp-sgd", n_public=200, epsilon=3.0, delta=1e-5, steps=20,
                   batch_rate=0.2, clip=1.0, seed=4)
     assert result.info["noise_multiplier"] == pytest.approx(plain.result.info["noise_multiplier"], rel=0.01)
+
+
+@pytest.mark.parametrize("bad", [7, 2, -1], ids=["far", "one-past", "negative"])
+def test_a_class_index_out_of_range_is_refused_when_the_model_is_built(bad):
+    """One record whose label is not a class of the network used to train fine on D and raise inside a
+    release on D' = D + that record, after charges (privacy review); now the model refuses it in one
+    line before anything is charged, and the check's forward pass draws nothing from torch's stream."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    y = (X[:, 0] > 0).astype(np.int64)
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(2, 4), nn.Dropout(0.5), nn.ReLU(), nn.Linear(4, 2)).double()
+    state = torch.random.get_rng_state()
+    TorchModel(net, X, y)  # in range: accepted
+    assert torch.equal(torch.random.get_rng_state(), state)
+    ledger = Ledger(2.0, 1e-5, "rdp")
+    with pytest.raises(ValueError, match=r"class indices 0 … 1 \(the module has 2 outputs\)") as info:
+        train(net, (np.vstack([X, [[0.1, 0.2]]]), np.append(y, bad)), epsilon=2.0, delta=1e-5, steps=5,
+              batch_rate=0.2, n_public=40, seed=1, ledger=ledger)
+    assert "\n" not in str(info.value) and ledger.events == []
+    TorchModel(net, X, np.eye(2)[y])  # class probabilities: not index-checked

@@ -66,6 +66,24 @@ def as_tensors(data, device=None, dtype=None) -> tuple[torch.Tensor, torch.Tenso
     return X.to(device), y.to(device)
 
 
+def _check_class_targets(module, X: torch.Tensor, y: torch.Tensor) -> None:
+    """Integer cross-entropy targets must be class indices 0 … K−1 of the module's K outputs (a
+    one-line ``ValueError`` otherwise).  Checked once, when the model is built, before anything is
+    charged: an index out of range would otherwise raise inside a release, and only on the data set
+    that holds that record.  K is read from one forward pass on the first row, the random state
+    restored (a dropout layer draws nothing from the caller's stream).  Float targets (class
+    probabilities) are not checked here: any finite value gives a finite loss."""
+    if y.is_floating_point():
+        return
+    devices = [X.device] if X.device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices), torch.no_grad():
+        out = module(X[:1])
+    classes = int(out.shape[1]) if out.ndim >= 2 else 0
+    if y.dtype == torch.bool or y.ndim != out.ndim - 1 or not bool(((y >= 0) & (y < classes)).all()):
+        raise ValueError(f"y must hold integer class indices 0 … {classes - 1} (the module has {classes} "
+                         f"outputs) for the cross-entropy loss")
+
+
 class TorchModel(PrivateModel):
     """A network ``module`` with its training data ``(X, y)`` as a private model.
 
@@ -95,6 +113,8 @@ class TorchModel(PrivateModel):
         first = self.params[0]
         self.device, self.dtype = first.device, first.dtype
         self.X, self.y = as_tensors((X, y), self.device, self.dtype)
+        if loss_fn is _cross_entropy:
+            _check_class_targets(module, self.X, self.y)
         self._n = int(self.X.shape[0])
         self._dim = int(sum(p.numel() for p in self.params))
 

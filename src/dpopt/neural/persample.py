@@ -33,6 +33,10 @@ __all__ = ["check_module", "PerSampleGradients", "SUPPORTED_LAYERS"]
 #: Layers with a dedicated rule; any other layer with parameters uses the generic vmap rule.
 SUPPORTED_LAYERS = (nn.Linear, nn.Conv2d, nn.LayerNorm, nn.GroupNorm)
 
+#: How far an example's clip-weighted pieces (Σ over calls and tokens of their norms) may exceed C
+#: before :meth:`PerSampleGradients.clipped_sum` adds it from its materialized gradient instead.
+PIECE_SLACK = 64.0
+
 
 def check_module(module) -> nn.Module:
     """``module`` itself, or a one-line ``TypeError`` for what clipping per example cannot handle."""
@@ -96,6 +100,20 @@ class _MatmulRule:
     def per_example(self, state) -> list[torch.Tensor]:
         return state["grads"] if state["grads"] is not None else self.per_example_of(state["a"], state["b"])
 
+    def piece_norms(self, state) -> list[torch.Tensor]:
+        """Per parameter, Σ_t ‖b_t a_tᵀ‖ (weight) and Σ_t ‖b_t‖ (bias): the norms of the per-token
+        pieces that :meth:`weighted` adds up (one piece per example where the gradients are formed)."""
+        if state["grads"] is not None:
+            return _piece_norms(state["grads"])
+        a, b = state["a"], state["b"]
+        nb = b.square().sum(1).sqrt()
+        out = []
+        if self.has_weight:
+            out.append((a.square().sum(1).sqrt() * nb).sum(1))
+        if self.has_bias:
+            out.append(nb.sum(1))
+        return out
+
     def sq_norms(self, state) -> torch.Tensor:
         if state["grads"] is not None:
             return _sq(state["grads"])
@@ -129,6 +147,10 @@ class _MatmulRule:
 
 def _sq(grads) -> torch.Tensor:
     return sum(g.reshape(g.shape[0], -1).square().sum(1) for g in grads)
+
+
+def _piece_norms(grads) -> list[torch.Tensor]:
+    return [g.reshape(g.shape[0], -1).square().sum(1).sqrt() for g in grads]
 
 
 class _Conv2dRule(_MatmulRule):
@@ -173,6 +195,9 @@ class _MaterializeRule:
 
     def sq_norms(self, state) -> torch.Tensor:
         return _sq(state["grads"])
+
+    def piece_norms(self, state) -> list[torch.Tensor]:
+        return _piece_norms(state["grads"])
 
     def weighted(self, state, c) -> list[torch.Tensor]:
         return [torch.tensordot(c, g, dims=1) for g in state["grads"]]
@@ -316,6 +341,26 @@ class PerSampleGradients:
             total = sq if total is None else total + sq
         return total
 
+    def _piece_scale(self, per_layer) -> torch.Tensor:
+        """P_i = (Σ_params (Σ_pieces ‖piece‖)²)^½ ≥ ‖∇f_i‖: the size of the pieces (per call, per token)
+        from which :meth:`clipped_sum` forms c_i ∇f_i; P_i = ‖∇f_i‖ for a layer called once on one token."""
+        total = None
+        for index, pairs in per_layer.items():
+            rule = self.layers[index][1]
+            blocks = [sum(parts) for parts in zip(*(rule.piece_norms(state) for state in pairs), strict=True)]
+            sq = sum(block.square() for block in blocks)
+            total = sq if total is None else total + sq
+        return total.sqrt()
+
+    def _materialized_clipped_sum(self, x, y, clip: float) -> torch.Tensor:
+        """Σ_i clip(∇f_i, C) from materialized per-example gradients, each clipped by its own norm
+        (a record whose gradient is not finite adds 0)."""
+        g = torch.cat([p.reshape(p.shape[0], -1) for p in self.per_example(x, y)], dim=1)
+        norm = g.square().sum(1).sqrt()
+        finite = torch.isfinite(norm)
+        weight = torch.where(finite, (clip / norm.clamp_min(1e-30)).clamp(max=1.0), torch.zeros_like(norm))
+        return (weight[:, None] * torch.where(finite[:, None], g, torch.zeros_like(g))).sum(0)
+
     def norms(self, x, y) -> torch.Tensor:
         """‖∇_θ f_i‖₂ for every example i of ``(x, y)`` (no per-example gradient materialized
         where a layer's rule allows)."""
@@ -344,10 +389,15 @@ class PerSampleGradients:
         """(Σ_i clip(∇f_i, C) as a flat vector, the per-example losses) — chen2020 eq. (6).
 
         The clip weight is min(1, C'/‖∇f_i‖) with C' = C·(1 − 8·machine ε), so rounding in the
-        norm can never make a clipped gradient longer than C.  A record whose gradient is not
-        finite (one so large that the network overflows) contributes 0, a vector within the
-        clip: the chunk's sum is recomputed without it, so whether such a record is in the batch
-        changes no error and no NaN of the output (the sensitivity stays C).
+        norm can never make a clipped gradient longer than C.  The weighted sum is formed from
+        pieces (per call of a shared layer, per token) added up with the other examples', so an
+        example whose weighted pieces c_i·P_i exceed PIECE_SLACK·C (pieces that cancel: a huge
+        record whose gradient is small) would move the sum by far more than C through rounding;
+        such examples, and those whose gradient is not finite (one so large that the network
+        overflows: they add 0, a vector within the clip), are taken out of the chunk, which is
+        recomputed without them, and added from materialized per-example gradients, each clipped
+        by its own norm.  Whether such a record is in the batch then changes no error, no NaN of
+        the output, and the sum by at most C.
         """
         margin = 1.0 - 8.0 * torch.finfo(self.params[0].dtype).eps
         flat = torch.zeros(sum(p.numel() for p in self.params), dtype=self.params[0].dtype,
@@ -357,13 +407,18 @@ class PerSampleGradients:
             loss, per_layer = self._backprops(x[s], y[s])
             losses.append(loss)
             norm = self._layer_norms(per_layer).clamp_min(0).sqrt()
-            finite = torch.isfinite(norm)
-            if not bool(finite.all()):  # drop the records whose gradient overflowed (they add 0)
-                if not bool(finite.any()):
-                    continue
-                _, per_layer = self._backprops(x[s][finite], y[s][finite])
-                norm = self._layer_norms(per_layer).clamp_min(0).sqrt()
             weight = (clip * margin / norm.clamp_min(1e-30)).clamp(max=1.0)
+            # NaN-safe: a non-finite norm or piece scale is odd
+            odd = ~(torch.isfinite(norm) & (weight * self._piece_scale(per_layer) <= PIECE_SLACK * clip))
+            if bool(odd.any()):
+                xs, ys = x[s], y[s]
+                flat += self._materialized_clipped_sum(xs[odd], ys[odd], clip * margin)
+                rest = ~odd
+                if not bool(rest.any()):
+                    continue
+                _, per_layer = self._backprops(xs[rest], ys[rest])
+                norm = self._layer_norms(per_layer).clamp_min(0).sqrt()
+                weight = (clip * margin / norm.clamp_min(1e-30)).clamp(max=1.0)
             offset = 0
             for index, (_, rule, ps) in enumerate(self.layers):
                 size = sum(p.numel() for p in ps)
