@@ -68,6 +68,7 @@ import numpy as np
 from dpopt.linesearch import registry
 from dpopt.linesearch.algorithms import LineSearchHyper
 from dpopt.linesearch.model import LinearModel
+from dpopt.oracles.line_search import EAGER_FIRST_CHUNK, LAZY_CHUNK
 from dpopt.oracles.oracle import EAGER_ENTRIES
 
 EPSILON, DELTA = 0.4, 1e-8
@@ -200,7 +201,7 @@ def bound_seconds(model: LinearModel, info: dict, seed: int = 1) -> float:
     finiteness check of the sum, one Gaussian draw of d values, the scaling and ∇r.  Per search:
     a = y z and b = y u, the loss at 0, the threshold and query noise in one Laplace draw, and the
     clipped decreases of the floor's candidates in the fit's passes — one candidate per pass where
-    the fit's searches are lazy (q·N × max_it > ``EAGER_ENTRIES``), else 3, then 6 — each pass's sums
+    the fit's searches are lazy (q·N × max_it > ``EAGER_ENTRIES``), else 3, 6, 12, … — each pass's sums
     checked and compared with the noisy threshold.  Not counted (the fit pays them): Poisson sampling,
     the ledger, argument checks and the algorithm's own bookkeeping.  Candidates: the floor's count
     (the fit's mean number asked), no more than the fit evaluates, so the bound is on the low side.
@@ -212,10 +213,12 @@ def bound_seconds(model: LinearModel, info: dict, seed: int = 1) -> float:
         thresholds = 1.0 / np.linalg.norm(X, axis=1)
     weight, mu, cap, k = info["rate"] * model.n, model.l2, 1.0, steps.shape[0]
     armijo = -0.5 * steps * weight * float(g @ g)
-    if weight * LineSearchHyper().max_it > EAGER_ENTRIES:  # the fit's searches are lazy
-        chunks = [(start, start + 1) for start in range(k)]
-    else:
-        chunks = [(start, min(start + size, k)) for start, size in ((0, 3), (3, 6), (9, 6)) if start < k]
+    # the fit's passes (dpopt.oracles.line_search.above_threshold_search): lazy where q·N × max_it is large
+    size, growth = (LAZY_CHUNK, 1) if weight * LineSearchHyper().max_it > EAGER_ENTRIES else (EAGER_FIRST_CHUNK, 2)
+    chunks, start = [], 0
+    while start < k:
+        chunks.append((start, min(start + size, k)))
+        start, size = start + size, size * growth
     land, isfinite = np.logical_and.reduce, np.isfinite
     cpu = time.process_time()
     for idx in gradient_draws:

@@ -130,7 +130,7 @@ def test_a_record_that_overflows_the_network_raises_nothing_and_moves_each_query
         torch.manual_seed(0)
         net = nn.Sequential(nn.Linear(2, 8), nn.ReLU(), nn.Linear(8, 2)).double()
         model = TorchModel(net, torch.tensor(Xd), torch.tensor(yd))
-        w = parameters_to_flat(net)
+        w = model.initial_params()
         oracle = LineSearchOracle(model, ledger=Ledger(1e6, 1e-3, "rdp"), rng=np.random.default_rng(1), rate=1.0,
                                   c_grad=1.0, c_obj=1.0, noise="gaussian", lazy=True, query="decrease", n_public=40)
         index = oracle.line_search(w, direction, steps, alpha=0.3, budget=1.0)
@@ -143,10 +143,6 @@ def test_a_record_that_overflows_the_network_raises_nothing_and_moves_each_query
     (t0, d0, l0), (t1, d1, l1) = out
     assert np.linalg.norm(t1 - t0) <= 1.0 + 1e-12
     assert np.all(np.abs(d1 - d0) <= 1.0 + 1e-12) and abs(l1 - l0) <= 1.0 + 1e-12
-
-
-def parameters_to_flat(net):
-    return torch.nn.utils.parameters_to_vector(net.parameters()).detach().double().numpy()
 
 
 class _Pair(nn.Module):

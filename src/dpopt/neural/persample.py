@@ -145,12 +145,22 @@ class _MatmulRule:
         return out
 
 
+def _param_sq(grads) -> list[torch.Tensor]:
+    """Per parameter, the squared norm of each example's gradient ``(batch, *shape)``."""
+    return [g.reshape(g.shape[0], -1).square().sum(1) for g in grads]
+
+
 def _sq(grads) -> torch.Tensor:
-    return sum(g.reshape(g.shape[0], -1).square().sum(1) for g in grads)
+    return sum(_param_sq(grads))
 
 
 def _piece_norms(grads) -> list[torch.Tensor]:
-    return [g.reshape(g.shape[0], -1).square().sum(1).sqrt() for g in grads]
+    return [sq.sqrt() for sq in _param_sq(grads)]
+
+
+def _clip_weights(norm: torch.Tensor, clip: float) -> torch.Tensor:
+    """min(1, clip/‖∇f_i‖) per example (``norm`` 0 gives 1)."""
+    return (clip / norm.clamp_min(1e-30)).clamp(max=1.0)
 
 
 class _Conv2dRule(_MatmulRule):
@@ -341,6 +351,11 @@ class PerSampleGradients:
             total = sq if total is None else total + sq
         return total
 
+    def _norms(self, per_layer) -> torch.Tensor:
+        """‖∇_θ f_i‖₂ per example of one chunk's backprops: the root of :meth:`_layer_norms`' squared
+        norms, clamped at 0."""
+        return self._layer_norms(per_layer).clamp_min(0).sqrt()
+
     def _piece_scale(self, per_layer) -> torch.Tensor:
         """P_i = (Σ_params (Σ_pieces ‖piece‖)²)^½ ≥ ‖∇f_i‖: the size of the pieces (per call, per token)
         from which :meth:`clipped_sum` forms c_i ∇f_i; P_i = ‖∇f_i‖ for a layer called once on one token."""
@@ -358,7 +373,7 @@ class PerSampleGradients:
         g = torch.cat([p.reshape(p.shape[0], -1) for p in self.per_example(x, y)], dim=1)
         norm = g.square().sum(1).sqrt()
         finite = torch.isfinite(norm)
-        weight = torch.where(finite, (clip / norm.clamp_min(1e-30)).clamp(max=1.0), torch.zeros_like(norm))
+        weight = torch.where(finite, _clip_weights(norm, clip), torch.zeros_like(norm))
         return (weight[:, None] * torch.where(finite[:, None], g, torch.zeros_like(g))).sum(0)
 
     def norms(self, x, y) -> torch.Tensor:
@@ -367,7 +382,7 @@ class PerSampleGradients:
         out = []
         for s in self._chunks(x.shape[0]):
             _, per_layer = self._backprops(x[s], y[s])
-            out.append(self._layer_norms(per_layer).clamp_min(0).sqrt())
+            out.append(self._norms(per_layer))
         return torch.cat(out)
 
     def per_example(self, x, y) -> list[torch.Tensor]:
@@ -406,8 +421,8 @@ class PerSampleGradients:
         for s in self._chunks(x.shape[0]):
             loss, per_layer = self._backprops(x[s], y[s])
             losses.append(loss)
-            norm = self._layer_norms(per_layer).clamp_min(0).sqrt()
-            weight = (clip * margin / norm.clamp_min(1e-30)).clamp(max=1.0)
+            norm = self._norms(per_layer)
+            weight = _clip_weights(norm, clip * margin)
             # NaN-safe: a non-finite norm or piece scale is odd
             odd = ~(torch.isfinite(norm) & (weight * self._piece_scale(per_layer) <= PIECE_SLACK * clip))
             if bool(odd.any()):
@@ -417,8 +432,7 @@ class PerSampleGradients:
                 if not bool(rest.any()):
                     continue
                 _, per_layer = self._backprops(xs[rest], ys[rest])
-                norm = self._layer_norms(per_layer).clamp_min(0).sqrt()
-                weight = (clip * margin / norm.clamp_min(1e-30)).clamp(max=1.0)
+                weight = _clip_weights(self._norms(per_layer), clip * margin)
             offset = 0
             for index, (_, rule, ps) in enumerate(self.layers):
                 size = sum(p.numel() for p in ps)

@@ -53,10 +53,10 @@ NOISES = ("laplace", "gaussian")
 QUERIES = ("objective", "decrease")
 #: Candidates a lazy search evaluates per data pass (the same noise draws, the same charge, the
 #: same answer for any chunk size); a chunk saves per-pass overhead but evaluates candidates
-#: that may never be asked.  Measured on
-#: DP-BLSGD (30k × 100, ε = 0.4, two seeds, raw and unit rows): chunks of 1, 2 and 4 cost the
-#: same CPU within 5 % (4 was not faster: intelligent backtracking makes most searches stop at
-#: the first or second candidate), so the default evaluates one at a time.
+#: that may never be asked.  Measured on DP-BLSGD (30k × 100, ε = 0.4, two seeds, raw and unit
+#: rows): chunks of 1, 2 and 4 cost the same CPU within 5 % (4 was not faster: intelligent
+#: backtracking makes most searches stop at the first or second candidate), so the default
+#: evaluates one at a time.
 LAZY_CHUNK = 1
 #: Candidates a search that is not lazy evaluates in its first pass (then 2×, 4×, … as many).
 #: Its noise is drawn for the whole ladder anyway.  On 200-row minibatches (DP-BLSGD, n = 1e5,

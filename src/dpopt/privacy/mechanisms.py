@@ -368,11 +368,11 @@ def _check_above_threshold(event) -> ev.AboveThreshold:
     return event
 
 
-
 def _check_query_count(queries) -> None:
     """``ValueError`` unless ``queries`` (how many queries a search may ask) is an integer ≥ 1."""
     if isinstance(queries, bool) or not isinstance(queries, int | np.integer) or queries < 1:
         raise ValueError(f"queries must be an integer >= 1, got {queries!r}")
+
 
 class _Comparisons:
     """The noisy threshold and the noisy query answers of one AboveThreshold run.
@@ -528,12 +528,6 @@ class AboveThresholdSession:
             return index
         above = self._noisy(queries) >= self._threshold[..., None]
         self.asked += k
-        if not self.batch_shape:  # one search (the line-search oracle's case): plain Python
-            first = int(above.argmax())
-            if not above[first]:
-                return np.array(-1)
-            self.active = np.zeros((), dtype=bool)
-            return np.array(first)
         index = np.where(above.any(axis=-1), np.argmax(above, axis=-1), -1)
         index = np.where(self.active, index, -1)
         self.active = self.active & (index < 0)
