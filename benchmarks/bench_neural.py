@@ -107,7 +107,7 @@ def make_step(model_name: str, mode: str):
 
     # batch_rate 1 on these 256 records: the gradient and the search see exactly the batch
     oracle = make_oracle(model, ledger=Ledger(1e9, 1e-5, "rdp"), rng=rng, rate=1.0, clip=CLIP, hyper=hyper,
-                         n_public=BATCH)
+                         normalizer=BATCH)
 
     def step():
         run(model, method, oracle=oracle, generator=gen, steps=1, z=NOISE, hyper=hyper)

@@ -28,6 +28,7 @@ def test_fit_predict_with_declarations():
     assert (clf.predict(X) == y).mean() > 0.8
     assert clf.privacy_spent_["epsilon"] <= 4.0 * (1 + 1e-9) and clf.n_iter_ == 40
     assert clf.privacy_record()["events"]
+    assert clf.count_ == {"count": 400.0, "source": "declared"} == clf.privacy_record()["count"]
     again = DPMLPClassifier((8,), epsilon=4.0, delta=1e-5, epochs=4, batch_rate=0.1, learning_rate=0.05,
                             classes=["no", "yes"], bounds=(-3.0, 3.0), n_public=400, random_state=0).fit(X, y)
     assert np.array_equal(again.predict_proba(X), clf.predict_proba(X))  # seeded: reproducible
@@ -66,3 +67,19 @@ def test_secure_noise_fit_releases_through_the_discrete_gaussian():
     assert clf.result_.info["secure_noise"] is True
     assert [type(e.event) for e in clf.result_.events] == [ev.DiscreteGaussian] * 10
     assert clf.privacy_spent_["epsilon"] <= 4.0 * (1 + 1e-9)
+
+
+def test_undeclared_record_count_is_a_noisy_count():
+    """Without n_public the fit releases a noisy count first (no CountDisclosureWarning, nothing disclosed)."""
+    import warnings
+
+    from dpopt.oracles import CountDisclosureWarning
+
+    X, y = _data(n=200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CountDisclosureWarning)
+        clf = DPMLPClassifier((4,), epsilon=2.0, delta=1e-5, epochs=1, batch_rate=0.1, classes=["no", "yes"],
+                              random_state=0).fit(X, y)
+    assert clf.count_["source"] == "noisy_count" and clf.count_["count"] != 200.0
+    assert clf.disclosed_ == [] and clf.privacy_record()["disclosed"] == []
+    assert len(clf.privacy_events_) == 1 + 10 and clf.privacy_spent_["epsilon"] <= 2.0 * (1 + 1e-9)

@@ -62,12 +62,16 @@ def test_equal_per_iteration_budget_and_split():
     # the events charged per iteration are the ones the calibration composes
     ledger = Ledger(50.0, 1e-5, "rdp")
     oracle = make_oracle(TorchModel(_net(), *_data()), ledger=ledger, rng=np.random.default_rng(0), rate=0.1,
-                         clip=1.0, hyper=hyper, n_public=300)
-    blsgd = iteration_event(oracle, "dp-blsgd", z, hyper)
+                         clip=1.0, hyper=hyper, normalizer=300)
+    blsgd = iteration_event("dp-blsgd", z, hyper, rate=0.1, clip=1.0, dim=oracle.model.dim)
     assert isinstance(blsgd, ev.Composed) and len(blsgd.events) == 2
     gradient, search = blsgd.events
     assert gradient.event.sigma == pytest.approx(1.0 / math.sqrt(2 * 0.9 / (2 * z * z)))
     assert isinstance(search.event, ev.AboveThreshold) and search.rate == 0.1
+    rho = 1 / (2 * z * z)
+    assert gradient == oracle.gradient_event(0.9 * rho) and search == oracle.line_search_event(0.1 * rho)
+    sgd = iteration_event("dp-sgd", z, hyper, rate=0.1, clip=1.0, dim=oracle.model.dim)
+    assert sgd == oracle.gradient_event(rho)
 
 
 def test_failed_line_search_returns_the_smallest_step():
@@ -148,12 +152,36 @@ def test_torch_model_meets_the_line_search_contract():
     assert np.allclose(total / 40, d, atol=1e-6)
 
 
-def test_undeclared_record_count_is_disclosed_with_a_warning():
-    from dpopt.oracles import CountDisclosureWarning
+def test_undeclared_record_count_is_released_with_noise_and_composed_into_the_budget():
+    """Without n_public the normalizer is a noisy count charged first (the data's n is private under
+    add/remove-one): no disclosure, the calibration covers it, neighbours' logs are the same."""
+    import warnings
 
-    with pytest.warns(CountDisclosureWarning, match="n=300"):
-        out = train(_net(), _data(), method="dp-sgd", epsilon=5.0, delta=1e-5, steps=2, batch_rate=0.1, seed=0)
-    assert out.result.nit == 2
+    from dpopt.oracles import CountDisclosureWarning
+    from dpopt.oracles.normalizer import count_sigma
+
+    X, y = _data()
+    runs = []
+    for rows in (300, 299):  # add/remove neighbours
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", CountDisclosureWarning)
+            runs.append(train(_net(), (X[:rows], y[:rows]), method="dp-blsgd", epsilon=5.0, delta=1e-5, steps=4,
+                              batch_rate=0.1, seed=0).result)
+    for result in runs:
+        assert result.info["normalizer"]["source"] == "noisy_count"
+        assert result.events[0] == ev.Gaussian(count_sigma(5.0, 1e-5), 1.0)  # released before the run
+        assert len(result.events) == 1 + 4 * 2 and result.info["stop"] == "completed"
+        assert result.epsilon <= 5.0 * (1 + 1e-9)
+        assert "noisy record count" in result.notes
+    assert runs[0].events == runs[1].events
+    assert runs[0].info["normalizer"]["count"] != 300.0  # noised, not the data's n
+    declared = train(_net(), (X, y), method="dp-sgd", epsilon=5.0, delta=1e-5, steps=2, batch_rate=0.1, seed=0,
+                     n_public=300).result
+    assert declared.info["normalizer"] == {"count": 300.0, "source": "declared"} and len(declared.events) == 2
+    # a given noise multiplier: nothing calibrated, the count is still charged first
+    fixed = train(_net(), (X, y), method="dp-sgd", epsilon=5.0, delta=1e-5, steps=2, batch_rate=0.1, seed=0,
+                  noise_multiplier=3.0).result
+    assert isinstance(fixed.events[0], ev.Gaussian) and len(fixed.events) == 3
 
 
 @pytest.mark.parametrize("kind", ["mlp", "cnn", "frozen-first", "not-sequential"])

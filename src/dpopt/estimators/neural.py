@@ -11,7 +11,9 @@ needed for the guarantee.  The conventions of the linear estimators hold:
 * The label set is declared with ``classes=``; without it, it is read from the
   data, which the guarantee does not cover (warned with :class:`PrivacyLeakWarning`).
 * ``n_public`` declares the record count that normalizes gradient sums; without
-  it the data's n is disclosed (``CountDisclosureWarning``, from the oracle layer).
+  it a noisy count is released first with 2 % of the fit's zCDP budget
+  (:func:`dpopt.neural.train`), recorded in ``count_``: the data's own n is never
+  used (it is private under add/remove-one).
 * The scikit-learn estimator contract holds (``check_estimator``) except for the
   checks that contradict differential privacy, the same ones as the linear
   estimators' and declared the same way through tags
@@ -92,7 +94,9 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
     Attributes
     ----------
     classes_, disclosed_, n_features_in_, module_ (the trained ``torch.nn.Sequential``), result_ (its
-    :class:`~dpopt.result.DPResult`), history_, privacy_spent_, privacy_events_, n_iter_.
+    :class:`~dpopt.result.DPResult`), history_, privacy_spent_, privacy_events_, n_iter_, count_ (the
+    record count that normalized the sums: ``{"count", "source"}``, source ``"declared"`` or
+    ``"noisy_count"``).
     """
 
     def __init__(self, hidden_layer_sizes=(100,), *, epsilon=1.0, delta=1e-5, method="dp-adam", epochs=5.0,
@@ -177,12 +181,14 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
                                "guarantee": out.result.guarantee}
         self.privacy_events_ = out.result.events
         self.n_iter_ = out.result.nit
+        self.count_ = dict(out.result.info["normalizer"])
         return self
 
     def privacy_record(self) -> dict:
         """JSON-ready privacy record of the fit."""
         check_is_fitted(self)
-        return {"method": self.method, **self.privacy_spent_, "events": [e.to_dict() for e in self.privacy_events_]}
+        return {"method": self.method, **self.privacy_spent_, "events": [e.to_dict() for e in self.privacy_events_],
+                "disclosed": list(self.disclosed_), "count": dict(self.count_)}
 
     def predict_proba(self, X):
         """Softmax class probabilities, columns in the order of ``classes_``."""

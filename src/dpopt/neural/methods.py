@@ -31,8 +31,15 @@ import numpy as np
 import torch
 
 from .._validation import check_choice, check_int, check_open_unit, check_positive
-from ..oracles import LineSearchOracle, gaussian_sigma, noisy_btls_step, reset_initial_step
-from ..privacy import BudgetExceededError
+from ..oracles import (
+    LineSearchOracle,
+    gaussian_sigma,
+    noisy_btls_step,
+    release_events,
+    reset_initial_step,
+    step_event,
+)
+from ..privacy import BudgetExceededError, PoissonSampler
 from ..privacy import events as ev
 from ..privacy.torch_noise import gaussian_tensor
 from .model import TorchModel
@@ -91,20 +98,24 @@ def _budgets(method: str, z: float, hyper: NeuralHyper) -> tuple[float, float]:
     return rho, 0.0
 
 
-def iteration_event(oracle: LineSearchOracle, method: str, z: float, hyper: NeuralHyper) -> ev.Event:
-    """The (amplified) event of one iteration of ``method`` at noise multiplier z (with the oracle's
-    ``secure_noise``, the discrete Gaussian its gradient release charges)."""
+def iteration_event(method: str, z: float, hyper: NeuralHyper, *, rate: float, clip: float, dim: int,
+                    secure_noise: bool = False) -> ev.Event:
+    """The (amplified) event of one iteration of ``method`` at noise multiplier z, as the oracle of
+    :func:`make_oracle` with these settings charges it (with ``secure_noise``, the discrete Gaussian of
+    its gradient release): public settings only, so a run is calibrated before its oracle exists."""
     rho_grad, rho_bt = _budgets(method, z, hyper)
-    grad = oracle.gradient_event(rho_grad)
-    return ev.Composed([grad, oracle.line_search_event(rho_bt)]) if rho_bt else grad
+    options = {"noise": "gaussian", "dim": dim, "secure_noise": secure_noise}
+    if rho_bt:  # a gradient and a line search, composed as the oracles charge them
+        return step_event(rho_grad, rho_bt, c_grad=clip, c_obj=hyper.c_obj, rate=rate, **options)
+    return PoissonSampler(rate).wrap(release_events("gradient", rho_grad, clip, **options)[1])
 
 
 def make_oracle(model: TorchModel, *, ledger, rng, rate: float, clip: float, hyper: NeuralHyper,
-                n_public: int | None = None, secure_noise: bool = False):
+                normalizer, secure_noise: bool = False):
     """The oracle that owns sampling at rate q, the thresholds, the line-search events and the public
-    normalizer q·n_public (without ``n_public`` the data's n is disclosed, with a warning)."""
+    normalizer q·N (``normalizer``: a :class:`~dpopt.oracles.Normalizer` or a declared count)."""
     return LineSearchOracle(model, ledger=ledger, rng=rng, rate=rate, c_grad=clip, c_obj=hyper.c_obj,
-                            noise="gaussian", lazy=True, query="decrease", n_public=n_public,
+                            noise="gaussian", lazy=True, query="decrease", normalizer=normalizer,
                             secure_noise=secure_noise)
 
 
@@ -120,7 +131,8 @@ def run(model: TorchModel, method: str, *, oracle: LineSearchOracle, generator, 
     ledger, clip = oracle.ledger, oracle.c_grad
     rho_grad, rho_bt = _budgets(method, z, hyper)
     sigma = gaussian_sigma(rho_grad, clip)
-    step_event = iteration_event(oracle, method, z, hyper)
+    planned = iteration_event(method, z, hyper, rate=oracle.rate, clip=clip, dim=model.dim,
+                              secure_noise=oracle.secure_noise)
     lr, eta0, chosen = hyper.step(method), hyper.eta0, []
     w = model.get_tensor()
     m = torch.zeros_like(w)
@@ -128,7 +140,7 @@ def run(model: TorchModel, method: str, *, oracle: LineSearchOracle, generator, 
     history = {"iteration": [], "epsilon": [], "step_size": []}
     stop = "completed"
     for t in range(steps):
-        if not ledger.can_afford(step_event):
+        if not ledger.can_afford(planned):
             stop = "budget"
             break
         try:

@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from .._validation import as_generator, check_delta, check_positive, check_rate
+from ..oracles import count_event, normalizer_note, public_normalizer
 from ..privacy import Ledger
 from ..privacy import events as ev
 from ..privacy.calibration import calibrate_run, run_accountant
@@ -22,9 +23,8 @@ __all__ = ["train", "Trained"]
 _NOTES = (
     "Privacy loss distributions (or Renyi DP, as the record's notion says) under add/remove-one with "
     "Poisson subsampling at rate q; every iteration is charged as its "
-    "amplified event before release. Sums are normalized by q*n_public, the declared public count, or "
-    "by the data's own n when none was declared (disclosed)."
-)
+    "amplified event before release."
+)  # followed by the normalizer's sentence (dpopt.oracles.normalizer_note)
 
 
 @dataclass
@@ -94,9 +94,11 @@ def train(model, data, *, method: str = "dp-sgd", epsilon: float, delta: float, 
         iterations of ``method`` fit (ε, δ).  Give the same z to compare methods at equal
         per-iteration RDP; the run then stops early if the budget runs out.
     n_public:
-        The public record count that normalizes sums (q·n_public is the expected batch); without
-        it the data's own n is used and disclosed (``CountDisclosureWarning``): under add/remove-one
-        the guarantee then covers neighbours of equal size only.
+        The public record count N that normalizes sums (q·N is the expected batch).  Without it
+        N is a noisy count, released first with 2 % of the run's zCDP budget
+        (:func:`dpopt.oracles.public_normalizer`, as DP-BLSGD on a convex model) and composed
+        into the calibration; the data's own n is never used (it is private under
+        add/remove-one).  ``result.info["normalizer"]`` says which.
     progress:
         ``True`` for a progress line, or a callable ``progress(done, total, label)``.
     callback:
@@ -138,13 +140,25 @@ def train(model, data, *, method: str = "dp-sgd", epsilon: float, delta: float, 
     target = TorchModel(model, X, y, loss=loss, l2=l2, chunk_size=chunk_size)
     generator = torch.Generator(device=target.device)
     generator.manual_seed(int(rng.integers(2**63 - 1)))
-    oracle = make_oracle(target, ledger=ledger, rng=rng, rate=rate, clip=clip, hyper=params, n_public=n_public,
-                         secure_noise=bool(secure_noise))
+    secure = bool(secure_noise)
+    # Without a declared n_public the sums' normalizer is a noisy count released first
+    # (dpopt.oracles.public_normalizer, as DP-BLSGD does; the data's own n is private under
+    # add/remove-one); its event is composed into the calibration, so the whole run fits (ε, δ).
+    count = count_event(target, n_public=n_public, epsilon=epsilon, delta=delta, secure_noise=secure)
+
+    def run_event(z):
+        iterations = ev.SelfComposed(iteration_event(method, z, params, rate=rate, clip=clip, dim=target.dim,
+                                                     secure_noise=secure), int(steps))
+        return iterations if count is None else ev.Composed((count, iterations))
+
     if noise_multiplier is None:
-        z = calibrate_run(lambda z: ev.SelfComposed(iteration_event(oracle, method, z, params), int(steps)),
-                          epsilon, delta, acc)
+        z = calibrate_run(run_event, epsilon, delta, acc)
     else:
         z = check_positive("noise_multiplier", noise_multiplier)
+    normalizer = public_normalizer(target, n_public=n_public, ledger=ledger, rng=rng, epsilon=epsilon, delta=delta,
+                                   secure_noise=secure)
+    oracle = make_oracle(target, ledger=ledger, rng=rng, rate=rate, clip=clip, hyper=params, normalizer=normalizer,
+                         secure_noise=secure)
     if progress is True:
         progress = Progress(f"train {method}")
     out = run(target, method, oracle=oracle, generator=generator, steps=int(steps), z=z, hyper=params,
@@ -152,7 +166,9 @@ def train(model, data, *, method: str = "dp-sgd", epsilon: float, delta: float, 
     info = {"stop": out["stop"], "noise_multiplier": z, "rho_iter": 1.0 / (2.0 * z * z),
             "rho_grad": out["rho_grad"], "rho_search": out["rho_search"], "sigma": out["sigma"],
             "batch_rate": rate, "clip": clip, "c_obj": params.c_obj, "steps_planned": int(steps),
-            "final_eta0": out["eta0_final"], "secure_noise": bool(secure_noise)}
+            "final_eta0": out["eta0_final"], "secure_noise": secure,
+            "normalizer": normalizer.describe()}
     result = DPResult.from_ledger(ledger, x=target.get_tensor().cpu().numpy(), fun=None, method=method,
-                                  nit=len(out["history"]["iteration"]), info=info, notes=_NOTES)
+                                  nit=len(out["history"]["iteration"]), info=info,
+                                  notes=_NOTES + " " + normalizer_note(normalizer))
     return Trained(model, out["history"], result)
