@@ -53,7 +53,11 @@ def _add_arguments(p) -> None:
     p.add_argument("--rounds", type=int)
     p.add_argument("--epochs", type=float, default=3.0)
     p.add_argument("--batch", type=int, default=1)
-    p.add_argument("--seed", type=int)
+    p.add_argument(
+        "--seed", type=int,
+        help="fixes the plan and every node's record sampling and noise (reproducible runs; with --backend mpi "
+        "every rank then knows every node's noise: omit it for a run private against the other nodes)",
+    )
     p.add_argument("--checkpoint-dir")
     p.add_argument("--checkpoint-every", type=int)
     p.add_argument("--resume", action="store_true")
@@ -143,6 +147,7 @@ def run(args, argv=None) -> int:
             resume=args.resume,
             comm=comm,
             secure_noise=args.secure_noise,
+            report_objective=args.report_objective,
         )
     except Exception as exc:
         if comm is None:

@@ -20,9 +20,13 @@ the block's nodes on axis 1.  Per round t (Algorithm 1, lines 4–13):
    weighted running average x̃_i = A_T⁻¹ Σ_t a_t x_i(t) is kept lazily.
 
 Random streams: ``SeedSequence(entropy, spawn_key=(0,))`` is the public plan
-of all repetitions; ``(1, i)`` and ``(2, i)`` are node i's record-sampling and
-noise streams.  A node draws the same numbers whichever process holds it, so
-the simulator and an MPI run give the same iterates.
+of all repetitions, its entropy shared by every holder; ``(1, i)`` and
+``(2, i)`` of the holder's *own* entropy are node i's record-sampling and noise
+streams.  Without a seed the own entropy is drawn by the holder and never sent
+(a holder that knew another's could replay its records and subtract its
+noise); with a seed it is the seed's, so a node draws the same numbers
+whichever process holds it and the simulator and an MPI run give the same
+iterates (and every rank knows every node's noise).
 """
 
 from __future__ import annotations
@@ -96,7 +100,7 @@ class NodeState:
     trajectory: list = field(default_factory=list)
 
     @classmethod
-    def fresh(cls, cfg: Config, nodes: np.ndarray, entropy: int, node_ledgers, parent) -> NodeState:
+    def fresh(cls, cfg: Config, nodes: np.ndarray, entropy: int, node_ledgers, parent, own_entropy: int) -> NodeState:
         R, b, d = cfg.repetitions, len(nodes), cfg.d
         x0 = cfg.regularizer.argmin(
             np.zeros((R, b, d)), cfg.activation_rate * float(cfg.schedule.A(1)), float(cfg.schedule.gamma_at(1))
@@ -108,8 +112,8 @@ class NodeState:
             acc=np.zeros((R, b, d)),
             since=np.ones((R, b), dtype=np.int64),
             public=[_stream(entropy, 0)],
-            sampling=[_stream(entropy, 1, int(i)) for i in nodes],
-            noise=[_stream(entropy, 2, int(i)) for i in nodes],
+            sampling=[_stream(own_entropy, 1, int(i)) for i in nodes],
+            noise=[_stream(own_entropy, 2, int(i)) for i in nodes],
             node_ledgers=list(node_ledgers),
             parent=parent,
         )

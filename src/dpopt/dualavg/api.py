@@ -86,6 +86,7 @@ def minimize(
     comm=None,
     accountant=None,
     secure_noise: bool = False,
+    report_objective: bool | None = None,
 ) -> DPResult:
     """Private distributed dual averaging (liu2024 Algorithm 1) over n nodes.
 
@@ -110,7 +111,15 @@ def minimize(
     exact PLD; RDP for visible activation) calibrates σ and keeps the ledgers.
     ``record_every=k`` records F(x̄) every k rounds in ``trajectory`` (rows
     ``[round, F per repetition]``) and x̄ itself in ``info["recorded_x"]``
-    (non-private diagnostics: F reads every shard).
+    (non-private diagnostics: F reads every shard; on MPI every rank's exact
+    local loss is summed across ranks, so every rank sees it).
+    ``report_objective``: compute F(x̄) for ``fun`` (a non-private diagnostic;
+    NaN otherwise).  None (default): only when this process holds every node —
+    on MPI it would send each rank's exact local loss to the other ranks.
+    ``seed`` fixes the public plan and every node's record sampling and noise
+    (reproducible; on MPI every rank then knows every node's noise, so a seeded
+    MPI run is not private against the other nodes); without it each holder
+    draws its own sampling and noise entropy, which never leaves it.
     ``secure_noise=True`` releases every message ζ_i of eq. (5) (Algorithm 1
     line 7) on a power-of-two grid as g·(round(ĝ_i/g) + Z), Z exact discrete
     Gaussian from the OS CSPRNG (:mod:`dpopt.privacy.secure`; Mironov 2012's
@@ -132,6 +141,9 @@ def minimize(
         else:
             comm = SimulatedComm(n)
     local_shards = [check_shard(*load(int(i)), int(i)) for i in comm.nodes]
+    for i, (_, y) in zip(comm.nodes.tolist(), local_shards, strict=True):
+        if len(y) != sizes[i]:  # the accountant's q_i: enforced, never trusted (and no row count in the message)
+            raise ValueError(f"node {i}: its shard does not have the declared sizes[{i}] = {sizes[i]} rows")
     d = local_shards[0][0].shape[1]
     if dim is not None and dim != d:
         raise ValueError(f"dim={dim} does not match the shards' {d} features")
@@ -247,13 +259,14 @@ def minimize(
         if ts[0] != state.t * ts[1]:
             raise RuntimeError("the ranks' checkpoints are from different rounds; refusing to resume")
     else:
-        entropy = comm.broadcast(np.random.SeedSequence(seed).entropy)
+        entropy = comm.broadcast(np.random.SeedSequence(seed).entropy)  # the public plan's, on every holder
+        own = entropy if seed is not None else np.random.SeedSequence().entropy  # sampling and noise: never sent
         node_ledgers = (
             [Ledger(*node_budget, acc.copy(), relation="replace_one") for _ in comm.nodes]
             if private
             else [None] * len(comm.nodes)
         )
-        state = NodeState.fresh(cfg, comm.nodes, entropy, node_ledgers, parent)
+        state = NodeState.fresh(cfg, comm.nodes, entropy, node_ledgers, parent, own)
     every = rounds if checkpoint_every is None else val.check_int("checkpoint_every", checkpoint_every)
     rec = None if record_every is None else val.check_int("record_every", record_every)
     recorded = []  # x̄ at each recorded round (kept in memory only: a resumed run records from its restart)
@@ -278,7 +291,9 @@ def minimize(
 
     x_nodes = comm.allgather(state.averages(cfg))  # (R, n, d)
     x_bar = x_nodes.mean(axis=1)
-    fun = _objective(cfg, comm, local_shards, state, x_bar)
+    if report_objective is None:
+        report_objective = len(comm.nodes) == n
+    fun = _objective(cfg, comm, local_shards, state, x_bar) if report_objective else np.full(R, np.nan)
     node_eps = [] if not private else [led.spent().epsilon for led in state.node_ledgers]
     node_eps = comm.allgather(np.array(node_eps, dtype=float)[None, :])[0] if private else np.array([])
     method = "non-private" if not private else ("dda-all-active" if iota == 1.0 else "dda")

@@ -12,6 +12,7 @@ import numpy as np
 
 from .._validation import check_finite_array
 from ..objectives import HingeLoss, LogisticLoss
+from ..objectives.bounds import clip_thresholds, row_norms
 from ..objectives.losses import MarginLoss
 
 __all__ = ["LOSSES", "check_shard", "clipped_mean_subgradient", "local_loss_sum", "objective"]
@@ -37,11 +38,16 @@ def clipped_mean_subgradient(
 
     ``rows`` (k, b, d), ``labels`` (k, b): k draws of b records each (from
     any nodes); ``x`` (k, d): the point of each draw.  Algorithm 1 step 6 with b = 1.
+    A record's subgradient is coef · row, so coef is clipped to ±``clip``/‖row‖
+    (:func:`~dpopt.objectives.bounds.clip_thresholds`): a huge but finite record
+    (‖row‖ or row·x overflowing) gets a bounded, finite subgradient and no warning,
+    as every other record does.
     """
-    margins = labels * np.einsum("kbd,kd->kb", rows, x)
-    coef = loss.dloss(margins) * labels  # a record's subgradient is coef · row
-    norms = np.abs(coef) * np.sqrt(np.einsum("kbd,kbd->kb", rows, rows))
-    coef *= np.minimum(1.0, clip / np.maximum(norms, np.finfo(float).tiny))
+    with np.errstate(over="ignore", invalid="ignore"):
+        margins = labels * np.einsum("kbd,kd->kb", rows, x)
+        coef = loss.dloss(margins) * labels
+        thr = clip_thresholds(row_norms(rows), clip)
+    coef = np.fmax(np.fmin(coef, thr), -thr)  # fmin/fmax: a NaN coefficient (from an overflowed row·x) becomes ±thr
     if rows.shape[1] == 1:
         return coef * rows[:, 0]
     return np.einsum("kb,kbd->kd", coef, rows) / rows.shape[1]

@@ -1,0 +1,109 @@
+"""Neighbouring-dataset checks of Algorithm 1 (privacy review): what one node puts on the wire, and its failures."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from dpopt import dualavg
+from dpopt.dualavg.algorithm import _stream
+from dpopt.dualavg.audit import TapComm
+
+from .conftest import make_shards
+
+
+class Wire(TapComm):
+    """Node 0 of 2: records (copies of) everything it hands to the communicator, i.e. what other ranks see."""
+
+    def __init__(self):
+        super().__init__(2)
+        self.wire: list = []
+
+    def exchange(self, sends, recvs):
+        self.sent.extend(np.array(a) for _, _, a in sends)  # copies: the rows are mixed in place afterwards
+        self.wire.extend(("send", np.array(a)) for _, _, a in sends)
+        return {key: np.zeros(shape) for _, key, shape in recvs}
+
+    def broadcast(self, obj):
+        self.wire.append(("broadcast", obj))
+        return obj
+
+    def allsum(self, value):
+        self.wire.append(("allsum", np.array(value)))
+        return value
+
+    def allgather(self, local):
+        self.wire.append(("allgather", np.array(local)))
+        return super().allgather(local)
+
+
+def test_what_a_rank_broadcasts_does_not_give_away_a_nodes_noise():
+    """Another rank hears the broadcast entropy: it must not regenerate node 0's noise and subtract it.
+
+    n = 2, q = 1, ι = 1, one round, d = 1: node 0's message is ĝ + σ ν with ĝ = −1.
+    """
+    wire = Wire()
+    res = dualavg.minimize(
+        lambda i: (np.ones((1, 1)), np.ones(1)), sizes=[1, 1], epsilon=1.0, iota=1.0, rounds=1, repetitions=20,
+        comm=wire,
+    )  # fmt: skip
+    message = np.stack(wire.sent)[:, 0]
+    entropies = [obj for kind, obj in wire.wire if kind == "broadcast"]
+    assert len(entropies) == 1 and len(message) == 20
+    nu = _stream(entropies[0], 2, 0).standard_normal(20)  # what any other rank (or an eavesdropper) can compute
+    recovered = message - res.info["sigma"] * nu
+    assert not np.allclose(recovered, -1.0, atol=1e-6)  # the exact subgradient must stay hidden
+    assert np.std(message) > 0.5 * res.info["sigma"]  # the message does carry its noise
+
+
+def test_a_seeded_run_is_still_reproducible():
+    shards = make_shards(n=3, q=8, d=2)
+    kw = dict(epsilon=1.0, iota=1.0, rounds=5, seed=4)
+    assert np.array_equal(dualavg.minimize(shards, **kw).x, dualavg.minimize(shards, **kw).x)
+    unseeded = [dualavg.minimize(shards, **dict(kw, seed=None)).x for _ in range(2)]
+    assert not np.array_equal(*unseeded)
+
+
+@pytest.mark.parametrize("loss", ["hinge", "logistic"])
+def test_one_huge_finite_record_neither_poisons_the_output_nor_warns(loss):
+    """Replace one record by a finite one of norm 1e200: the run must release finite values, silently, as on D."""
+    D = make_shards(n=3, q=10, d=3)
+    X, y = D[0]
+    X2 = X.copy()
+    X2[0] = [1e200, 0.0, 0.0]
+    D2 = [(X2, y), *D[1:]]
+    for data in (D, D2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            res = dualavg.minimize(data, epsilon=1.0, iota=1.0, rounds=50, seed=1, loss=loss, report_objective=False)
+        assert np.all(np.isfinite(res.x)) and np.all(np.isfinite(res.info["x_nodes"]))
+
+
+def test_a_rank_sends_only_released_values_unless_the_objective_is_asked_for():
+    """D, D' differ in node 0's record x = 1 vs x = 2 (y = +1): both clip to the same subgradient −L, so with
+    the same seed every message is identical; then nothing else node 0 hands to other ranks may differ (the
+    exact objective F(x̄) did, through an allreduce every rank sees)."""
+    wires = []
+    for x in (1.0, 2.0):
+        wire = Wire()
+        res = dualavg.minimize(
+            lambda i, x=x: (np.full((1, 1), x), np.ones(1)), sizes=[1, 1], sigma=1.0, iota=1.0, rounds=3, seed=3,
+            gamma=1e6, comm=wire,
+        )  # fmt: skip
+        assert np.isnan(res.fun)
+        wires.append(wire.wire)
+    assert [k for k, _ in wires[0]] == [k for k, _ in wires[1]]
+    assert any(k == "send" for k, _ in wires[0])
+    for (_, a), (_, b) in zip(*wires, strict=True):
+        assert np.array_equal(a, b)
+    asked = dualavg.minimize(
+        lambda i: (np.ones((1, 1)), np.ones(1)), sizes=[1, 1], sigma=1.0, iota=1.0, rounds=3, seed=3, gamma=1e6,
+        comm=Wire(), report_objective=True,
+    )  # fmt: skip
+    assert np.isfinite(asked.fun)
+
+
+def test_the_declared_shard_sizes_are_enforced():
+    shards = make_shards(n=2, q=6, d=2)
+    with pytest.raises(ValueError, match=r"node 1: its shard does not have the declared sizes\[1\] = 9 rows"):
+        dualavg.minimize(lambda i: shards[i], sizes=[6, 9], epsilon=1.0, iota=1.0, rounds=20, seed=0)
