@@ -107,3 +107,51 @@ def test_the_declared_shard_sizes_are_enforced():
     shards = make_shards(n=2, q=6, d=2)
     with pytest.raises(ValueError, match=r"node 1: its shard does not have the declared sizes\[1\] = 9 rows"):
         dualavg.minimize(lambda i: shards[i], sizes=[6, 9], epsilon=1.0, iota=1.0, rounds=20, seed=0)
+
+
+def _interrupted_after_releasing(shards, tmp_path, **kw):
+    """A run that released rounds 3..4 but died before writing their checkpoint (its last one is at round 2)."""
+    from dpopt.dualavg import api
+
+    original = api.run_block
+
+    def crash_after(cfg, comm, local_shards, state, stop, round_events):
+        state = original(cfg, comm, local_shards, state, stop, round_events)
+        if stop > 2:
+            raise KeyboardInterrupt
+        return state
+
+    api.run_block = crash_after
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            dualavg.minimize(shards, rounds=4, checkpoint_dir=str(tmp_path), checkpoint_every=2, **kw)
+    finally:
+        api.run_block = original
+
+
+def _charged_rounds(ledger):
+    return sum(getattr(e, "count", 1) for e in ledger.events)
+
+
+def test_resume_replays_released_rounds_only_with_the_checkpoints_noise_level(tmp_path):
+    """Rounds 3..4 were released with σ = 1; replaying their noise draws at σ = 2 would give ĝ = 2ζ₁ − ζ₂ exactly."""
+    shards = make_shards(n=3, q=20, d=2)
+    kw = dict(iota=1.0, seed=5)
+    _interrupted_after_releasing(shards, tmp_path, sigma=1.0, **kw)
+    with pytest.raises(ValueError, match=r"replays rounds 3\.\.4,.*\(sigma differ\)"):
+        dualavg.minimize(shards, sigma=2.0, rounds=4, checkpoint_dir=str(tmp_path), resume=True, **kw)
+    resumed = dualavg.minimize(shards, sigma=1.0, rounds=4, checkpoint_dir=str(tmp_path), resume=True, **kw)
+    assert np.array_equal(resumed.x, dualavg.minimize(shards, sigma=1.0, rounds=4, **kw).x)  # a replay, nothing new
+    assert _charged_rounds(resumed.info["node_ledgers"][0]) == 4
+
+
+def test_a_secure_resume_charges_the_rounds_it_releases_again(tmp_path):
+    """Secure noise cannot be replayed: rounds 3..4, released by the interrupted run, go out again with fresh
+    noise, so every node's ledger must hold 6 rounds, not 4."""
+    from dpopt.privacy import Ledger
+
+    shards = make_shards(n=2, q=20, d=2)
+    kw = dict(sigma=1.0, iota=1.0, seed=5, secure_noise=True)
+    _interrupted_after_releasing(shards, tmp_path, ledger=Ledger(50.0, 1e-5, "rdp", relation="replace_one"), **kw)
+    resumed = dualavg.minimize(shards, rounds=4, checkpoint_dir=str(tmp_path), resume=True, **kw)
+    assert [_charged_rounds(led) for led in resumed.info["node_ledgers"]] == [6, 6]

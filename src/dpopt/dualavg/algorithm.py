@@ -47,7 +47,7 @@ from .problem import clipped_mean_subgradient, local_loss_sum
 from .prox import Regularizer
 from .schedules import Schedule
 
-__all__ = ["Config", "NodeState", "run_block"]
+__all__ = ["Config", "NodeState", "run_block", "charge_rounds_again"]
 
 
 @dataclass(frozen=True)
@@ -304,6 +304,24 @@ def _exchange(cfg: Config, comm, state: NodeState, edges: np.ndarray, local_inde
     return world
 
 
+def _charged(cfg: Config, round_event: ev.Event, count: int) -> ev.Event:
+    """``count`` rounds of ``round_event`` as the blocks charge them (the discrete event with secure noise)."""
+    event = mech.secure_event(round_event, cfg.d)[0] if cfg.secure_noise else round_event
+    return event if count == 1 else ev.SelfComposed(event, count)
+
+
+def charge_rounds_again(cfg: Config, nodes, state: NodeState, round_events: list, count: int) -> None:
+    """Charge ``count`` more rounds of the holder's nodes (and the record holder's), releasing nothing.
+
+    A resumed secure-noise run re-releases, with fresh noise, the rounds after
+    its checkpoint that the interrupted run may already have released.
+    """
+    if state.parent is not None:
+        state.parent.charge(_charged(cfg, round_events[int(np.argmin(cfg.sizes))], count))
+    for ledger, i in zip(state.node_ledgers, nodes, strict=True):
+        ledger.charge(_charged(cfg, round_events[int(i)], count))
+
+
 def run_block(cfg: Config, comm, shards: list, state: NodeState, stop: int, round_events: list) -> NodeState:
     """Run rounds state.t+1 … ``stop`` for the holder's nodes (prepaying them first when private).
 
@@ -322,9 +340,7 @@ def run_block(cfg: Config, comm, shards: list, state: NodeState, stop: int, roun
     sessions = None
     if cfg.sigma > 0:
         if state.parent is not None:  # the record holder's composed record (parallel composition over nodes)
-            worst = round_events[int(np.argmin(cfg.sizes))]
-            worst = mech.secure_event(worst, cfg.d)[0] if cfg.secure_noise else worst  # what the blocks charge
-            state.parent.charge(worst if count == 1 else ev.SelfComposed(worst, count))
+            state.parent.charge(_charged(cfg, round_events[int(np.argmin(cfg.sizes))], count))
         sessions = [
             PrepaidGaussianRounds(
                 round_events[int(i)], rounds=count, first_round=first, ledger=state.node_ledgers[k],

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 import os
 from collections.abc import Sequence
@@ -13,7 +15,7 @@ from ..privacy import Ledger
 from ..privacy.calibration import run_accountant
 from ..result import DPResult
 from . import accounting
-from .algorithm import Config, NodeState, local_objective_sum, run_block
+from .algorithm import Config, NodeState, charge_rounds_again, local_objective_sum, run_block
 from .comm import SimulatedComm
 from .graphs import supergraph
 from .problem import LOSSES, check_shard
@@ -104,7 +106,12 @@ def minimize(
     ``rounds`` defaults to ``epochs`` passes: ⌈epochs·Σq_i/(⌈nι⌉·b)⌉.
     ``backend="mpi"`` runs one node per rank (``mpiexec -n n``); with
     ``checkpoint_dir`` the state is saved every ``checkpoint_every`` rounds and
-    ``resume=True`` continues from it without re-drawing any released noise.
+    ``resume=True`` continues from it without re-drawing any released noise:
+    the rounds after the checkpoint that the interrupted run may have released
+    are replayed only with the settings the checkpoint was written with
+    (otherwise ``ValueError``: the same noise with another σ or at another
+    round would give the subgradients away), and with ``secure_noise``, whose
+    noise cannot be replayed, they are charged a second time.
     ``accountant`` (``"rdp"``, ``"pld"``, ``"auto"``/None: the tightest that
     applies, :func:`~dpopt.privacy.calibration.run_accountant` — PLD for the
     paper's hidden activation, whose rounds are subsampled Gaussians with an
@@ -255,9 +262,20 @@ def minimize(
             raise ValueError(f"resume=True needs an existing checkpoint in checkpoint_dir, missing {ckpt}")
         with np.load(ckpt) as data:
             state = NodeState.from_arrays(data)
+            saved = json.loads(str(data["settings"])) if "settings" in data else {}
+            pending = int(data["pending"]) if "pending" in data else rounds
         ts = comm.allsum(np.array([state.t, 1]))
         if ts[0] != state.t * ts[1]:
             raise RuntimeError("the ranks' checkpoints are from different rounds; refusing to resume")
+        if pending > state.t:  # rounds the writing run may have released past its checkpoint: replayed
+            changed = sorted(k for k, v in _settings(cfg).items() if saved.get(k) != v)
+            if changed:
+                raise ValueError(
+                    f"resume=True replays rounds {state.t + 1}..{pending}, which the interrupted run may have "
+                    f"released: give the settings the checkpoint was written with ({', '.join(changed)} differ)"
+                )
+            if secure_noise:  # fresh noise on released rounds: charged again, before anything is released
+                charge_rounds_again(cfg, comm.nodes, state, round_events, pending - state.t)
     else:
         entropy = comm.broadcast(np.random.SeedSequence(seed).entropy)  # the public plan's, on every holder
         own = entropy if seed is not None else np.random.SeedSequence().entropy  # sampling and noise: never sent
@@ -285,7 +303,9 @@ def minimize(
             recorded.append(points if repetitions is not None else points[0])
         if ckpt is not None and (stop % every == 0 or stop == rounds):
             os.makedirs(checkpoint_dir, exist_ok=True)
-            np.savez(ckpt + ".tmp.npz", **state.to_arrays())
+            settings = json.dumps(_settings(cfg))
+            pending = min((stop // every + 1) * every, rounds)  # the next checkpoint: released before it
+            np.savez(ckpt + ".tmp.npz", **state.to_arrays(), settings=np.array(settings), pending=np.array(pending))
             os.replace(ckpt + ".tmp.npz", ckpt)
             comm.barrier()
 
@@ -344,6 +364,15 @@ def minimize(
         info=info,
         notes=_NOTES if activation_visible else f"{_NOTES} {_HIDDEN}",
     )
+
+
+def _settings(cfg: Config) -> dict:
+    """What fixes a round's messages (everything in ``cfg`` but the number of rounds), as text."""
+    g = cfg.graph
+    out = {f.name: repr(getattr(cfg, f.name)) for f in dataclasses.fields(cfg) if f.name not in ("rounds", "graph")}
+    out["graph"] = repr((g.name, None if g.complete else g.edges.tolist()))
+    out["loss"] = type(cfg.loss).__name__
+    return out
 
 
 def _objective(cfg, comm, local_shards, state, points=None) -> np.ndarray:
