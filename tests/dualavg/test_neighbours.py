@@ -109,13 +109,15 @@ def test_the_declared_shard_sizes_are_enforced():
         dualavg.minimize(lambda i: shards[i], sizes=[6, 9], epsilon=1.0, iota=1.0, rounds=20, seed=0)
 
 
-def _interrupted_after_releasing(shards, tmp_path, **kw):
-    """A run that released rounds 3..4 but died before writing their checkpoint (its last one is at round 2)."""
+def _interrupted_after_releasing(shards, tmp_path, released=True, **kw):
+    """A run that released rounds 3..4 (or, ``released=False``, died before them) but not their checkpoint."""
     from dpopt.dualavg import api
 
     original = api.run_block
 
     def crash_after(cfg, comm, local_shards, state, stop, round_events):
+        if stop > 2 and not released:
+            raise KeyboardInterrupt
         state = original(cfg, comm, local_shards, state, stop, round_events)
         if stop > 2:
             raise KeyboardInterrupt
@@ -155,3 +157,16 @@ def test_a_secure_resume_charges_the_rounds_it_releases_again(tmp_path):
     _interrupted_after_releasing(shards, tmp_path, ledger=Ledger(50.0, 1e-5, "rdp", relation="replace_one"), **kw)
     resumed = dualavg.minimize(shards, rounds=4, checkpoint_dir=str(tmp_path), resume=True, **kw)
     assert [_charged_rounds(led) for led in resumed.info["node_ledgers"]] == [6, 6]
+
+
+def test_a_resumed_run_charges_the_ledger_it_is_given(tmp_path):
+    """The caller's ledger paid rounds 1..2 before the crash; the resumed rounds 3..4 must be charged to it too."""
+    from dpopt.privacy import Ledger
+
+    shards = make_shards(n=2, q=20, d=2)
+    kw = dict(sigma=1.0, iota=1.0, seed=5)
+    ledger = Ledger(50.0, 1e-5, "rdp", relation="replace_one")
+    _interrupted_after_releasing(shards, tmp_path, released=False, ledger=ledger, **kw)
+    assert _charged_rounds(ledger) == 2
+    resumed = dualavg.minimize(shards, rounds=4, checkpoint_dir=str(tmp_path), resume=True, ledger=ledger, **kw)
+    assert _charged_rounds(ledger) == 4 and resumed.epsilon == ledger.spent().epsilon

@@ -111,7 +111,8 @@ def minimize(
     are replayed only with the settings the checkpoint was written with
     (otherwise ``ValueError``: the same noise with another σ or at another
     round would give the subgradients away), and with ``secure_noise``, whose
-    noise cannot be replayed, they are charged a second time.
+    noise cannot be replayed, they are charged a second time; a given
+    ``ledger`` is charged for the rounds the resumed call releases.
     ``accountant`` (``"rdp"``, ``"pld"``, ``"auto"``/None: the tightest that
     applies, :func:`~dpopt.privacy.calibration.run_accountant` — PLD for the
     paper's hidden activation, whose rounds are subsampled Gaussians with an
@@ -264,6 +265,8 @@ def minimize(
             state = NodeState.from_arrays(data)
             saved = json.loads(str(data["settings"])) if "settings" in data else {}
             pending = int(data["pending"]) if "pending" in data else rounds
+        if ledger is not None:  # the caller's ledger pays for what this call releases (the checkpoint's is a copy)
+            state.parent = ledger
         ts = comm.allsum(np.array([state.t, 1]))
         if ts[0] != state.t * ts[1]:
             raise RuntimeError("the ranks' checkpoints are from different rounds; refusing to resume")
