@@ -105,7 +105,8 @@ def minimize(
     ``"conditional"`` on that assumption (see :func:`.accounting.round_event`).
     ``rounds`` defaults to ``epochs`` passes: ⌈epochs·Σq_i/(⌈nι⌉·b)⌉.
     ``backend="mpi"`` runs one node per rank (``mpiexec -n n``); with
-    ``checkpoint_dir`` the state is saved every ``checkpoint_every`` rounds and
+    ``checkpoint_dir`` the state (with the node's noise stream: keep it as
+    private as the shard) is saved every ``checkpoint_every`` rounds and
     ``resume=True`` continues from it without re-drawing any released noise:
     the rounds after the checkpoint that the interrupted run may have released
     are replayed only with the settings the checkpoint was written with
