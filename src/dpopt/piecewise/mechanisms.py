@@ -262,7 +262,9 @@ def exponential(
     every repetition is an independent chain.  The exact ε-DP guarantee holds
     only in the limit of infinitely many steps: the result says
     ``guarantee="approximate"`` and reports the acceptance rate and the
-    split-R̂ of f across chains in ``info``.  It refuses ``secure_noise=True`` (module docstring).
+    split-R̂ of f across chains in ``info`` only: they read the private b along
+    every chain, so they are non-private diagnostics and stay out of ``notes``,
+    which the privacy record releases.  It refuses ``secure_noise=True`` (module docstring).
     """
     if secure_noise:
         raise ValueError(
@@ -305,8 +307,8 @@ def exponential(
         notes=(
             f"Thm 19 exponential mechanism sampled by Metropolis MCMC ({steps} steps per chain, "
             f"proposal std {proposal_std:.4g}); exact epsilon-DP holds only in the MCMC limit of "
-            f"infinitely many steps. Mean acceptance rate {acceptance:.3f}, split-Rhat of f across "
-            f"{R} chain(s) {run.rhat:.4f}."
+            f"infinitely many steps. The mean acceptance rate and the split-Rhat of f across the {R} "
+            "chain(s) read the private b along every chain: they are in info, non-private diagnostics."
         ),
     )
 

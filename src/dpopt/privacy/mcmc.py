@@ -11,7 +11,9 @@ a proposal outside S has π = 0 and is rejected.  The chain after finitely
 many steps only approximates π, so **the ε-DP guarantee holds only in the
 limit of infinitely many steps**: callers must report the guarantee as
 approximate, together with the acceptance rate and the convergence
-diagnostic returned here (split-R̂ across chains of the utility trace).
+diagnostic returned here (split-R̂ across chains of the utility trace) —
+as non-private diagnostics: both read the private utility along every
+chain, beyond what the final draws release.
 
 This module knows nothing about optimization: it sees a utility function,
 a membership test and starting points that must not depend on the data.
