@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 
 import numpy as np
 import pytest
@@ -188,3 +189,22 @@ def test_privacy_warnings_are_never_silenced_by_quiet(tmp_path, capsys, monkeypa
     assert len(lines) == 2 and all(line.startswith("dpopt fit: warning: ") for line in lines)
     assert "hours" in lines[0] and "label set" in lines[1]
     assert len(model["privacy"]["disclosed"]) == 2
+
+
+@pytest.mark.parametrize("method", ["dp-sgd", "auto"])
+def test_fit_prints_no_row_count_under_add_remove(method, tmp_path, capsys, monkeypatch):
+    """Under add/remove-one (--delta > 0) n differs between neighbours and is not covered by the
+    guarantee (the model file leaves it out), yet the progress line and the summary printed it:
+    "on 40 rows x 5 features" and "data 40 rows" on D, "39 rows" on D' = D less one record.  The
+    output of D and D' must now agree up to released floats (the count N̂, timings)."""
+    monkeypatch.chdir(tmp_path)
+    options = [*DECLARED, "--delta", "1e-5", "--method", method, "--seed", "0", "--out", "model.json"]
+    outputs = []
+    for rows in (_rows(), _rows()[1:]):
+        _write(tmp_path, rows)
+        code = main(["fit", "--data", "data.csv", "--target", "label", "--epsilon", "2", *options])
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        assert "rows" not in json.loads((tmp_path / "model.json").read_text())["data"]
+        outputs.append(re.sub(r"\d+\.\d+", "FLOAT", out + err))
+    assert outputs[0] == outputs[1]

@@ -356,7 +356,8 @@ def run(args) -> int:
     )
     progress = Progress("dpopt fit", quiet=args.quiet)
     resolved = estimator._resolved_method()
-    progress(0, 1, f"fitting {estimator_class.__name__} ({resolved}) on {X.shape[0]} rows x {X.shape[1]} features")
+    # no row count here: under add/remove n is private (the summary prints it only where it is public)
+    progress(0, 1, f"fitting {estimator_class.__name__} ({resolved}) on {X.shape[1]} features")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -378,7 +379,7 @@ def run(args) -> int:
     for message, kind in pending:
         warn("fit", message, kind)
     if not args.quiet:
-        _summary(estimator, record, X.shape[0], data, [*record["disclosed"], *disclosed], out)
+        _summary(estimator, record, data, [*record["disclosed"], *disclosed], out)
     return 0
 
 
@@ -414,11 +415,19 @@ def save_fitted(args, out: Path, estimator, schema, X, record: dict, disclosed: 
     return data
 
 
-def _summary(estimator, record: dict, n_rows: int, data: dict, disclosed: list[str], out: Path) -> None:
+def _summary(estimator, record: dict, data: dict, disclosed: list[str], out: Path) -> None:
     classes = ", ".join(map(str, estimator.classes_))
     print(f"model      {type(estimator).__name__}, method {estimator.method_}, classes: {classes}")
+    # the row count only where it is public (``data`` holds it then), else the released count if any
+    count = getattr(estimator, "count_", None)
+    if "rows" in data:
+        rows = f"{data['rows']} rows"
+    elif count is not None and count["source"] == "laplace":
+        rows = f"about {count['count']:.1f} rows (count released with Laplace noise; n is private under add/remove)"
+    else:
+        rows = "rows not shown (n is private under add/remove)"
     print(
-        f"data       {n_rows} rows, {data['columns']} columns -> {data['features']} features "
+        f"data       {rows}, {data['columns']} columns -> {data['features']} features "
         f"(missing values: {data['missing']})"
     )
     print(
