@@ -56,10 +56,14 @@ class EpigraphLP:
     def solve_one(self, b) -> tuple[np.ndarray, float]:
         """(x_opt, f_opt) for one offset vector b of shape (m,)."""
         b = np.asarray(b, dtype=float)
+        # The minimizer does not move when every b_i moves by the same constant: solve with
+        # b − max(b) ≤ 0, so that no right-hand side −b_i falls below HiGHS's −1e20 (read as −∞,
+        # "Model error"); the LP then fails on no offsets, however large (an error that
+        # depended on b would tell neighbouring databases apart in mechanism 2).
         res = linprog(
             self.cost,
             A_ub=self.A_ub,
-            b_ub=np.concatenate([-b, self._h]),
+            b_ub=np.concatenate([np.max(b) - b, self._h]),
             bounds=self.bounds,
             method="highs",
         )

@@ -64,6 +64,9 @@ def split_rhat(trace) -> float:
     n = trace.shape[0] // 2
     if n < 2:
         raise ValueError(f"trace needs at least 4 draws per chain, got {trace.shape[0]}")
+    peak = np.max(np.abs(trace))
+    if peak > 0.0:  # R̂ is scale-free; in [−1, 1] no square overflows into a RuntimeWarning on huge utilities
+        trace = trace / peak
     halves = np.concatenate([trace[:n], trace[trace.shape[0] - n :]], axis=1)
     means = halves.mean(axis=0)
     within = halves.var(axis=0, ddof=1).mean()
