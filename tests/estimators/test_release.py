@@ -358,3 +358,20 @@ def test_replay_accountants_agree_with_every_notion():
         spent = est.privacy_spent_
         replayed = acc.get_epsilon() if spent["notion"] == "pure" else acc.get_epsilon(spent["delta"])
         assert replayed == pytest.approx(spent["epsilon"], rel=1e-9), method
+
+
+def test_model_file_does_not_publish_the_seed_of_the_noise():
+    """A seeded fit's model file stored ``random_state`` (dpopt fit --seed 0 too): whoever holds D and
+    D' refitted both with the file's own parameters and matched the released coef_ bit for bit, so the
+    file told D from D' with certainty.  The seed stays out of the file; a refit draws fresh noise."""
+    fitted = {}
+    for name, (X, y) in (("D", _data()), ("D'", _neighbour("duplicated row"))):
+        est, _ = _fit(DPLogisticRegression, "dp-gd", X, y, classes=CLASSES, data_norm=1.0)
+        fitted[name] = (est, X, y)
+    saved = json.loads(json.dumps(model_to_dict(fitted["D"][0])))
+    params = saved["estimator"]["params"]
+    assert params["random_state"] is None
+    released = np.asarray(saved["fitted"]["coef_"])
+    for _, X, y in fitted.values():  # the attack: refit each candidate with the published parameters
+        refit = DPLogisticRegression(**params).fit(X, y)
+        assert not np.array_equal(refit.coef_, released)

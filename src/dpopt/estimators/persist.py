@@ -21,7 +21,9 @@ re-accounts it) plus ``disclosed``, the list of quantities the file releases
 read from the data).  A model file holds what is released and nothing else:
 the estimator's ``diagnostics_`` (exact objective values, trajectories,
 solver statistics, iteration counts: non-private) are never written, and
-neither is the ``ledger`` parameter (a budget, not a model parameter).
+neither is the ``ledger`` parameter (a budget, not a model parameter) nor
+``random_state`` (the seed of the privacy noise: it would let anyone recompute
+the noise and take it off; it is stored as null).
 Files are written atomically: a temporary file in the
 same folder, renamed into place, so an interrupted save leaves no partial model.
 """
@@ -89,8 +91,9 @@ def _json_scalar(value):
 
 def _params(estimator) -> dict:
     params = estimator.get_params(deep=False)
-    if isinstance(params.get("random_state"), np.random.Generator | np.random.RandomState):
-        params["random_state"] = None  # a generator's state is not a parameter worth keeping
+    # Never the seed of the privacy noise: with it, anyone holding D and D' refits both and matches the
+    # released coefficients exactly (a known seed voids the guarantee); a generator's state likewise.
+    params["random_state"] = None
     params["ledger"] = None  # a budget shared with other fits, not part of the model
     return {k: _json_scalar(v) for k, v in params.items()}
 
