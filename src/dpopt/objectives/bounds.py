@@ -49,10 +49,11 @@ def row_norms(X, norm: str = "l2") -> np.ndarray:
     """Norm of every row of ``X`` (``(..., d)`` → ``(...)``): ``"l1"``, ``"l2"`` or ``"linf"``."""
     check_choice("norm", norm, _NORMS)
     X = np.asarray(X, dtype=float)
-    if norm == "l2":
-        return np.sqrt(np.einsum("...i,...i->...", X, X))
-    if norm == "l1":
-        return np.abs(X).sum(axis=-1)
+    with np.errstate(over="ignore"):  # beyond the largest float a norm is inf (above any bound), not a warning
+        if norm == "l2":
+            return np.sqrt(np.einsum("...i,...i->...", X, X))
+        if norm == "l1":
+            return np.abs(X).sum(axis=-1)
     return np.abs(X).max(axis=-1, initial=0.0)
 
 
@@ -134,14 +135,18 @@ def project_l1_ball(V, radius) -> np.ndarray:
     flat = V.reshape(-1, shape[-1]) if V.ndim > 1 else V.reshape(1, -1)
     out = flat.copy()
     absv = np.abs(flat)
-    outside = absv.sum(axis=1) > z
+    with np.errstate(over="ignore"):  # a row summing beyond the largest float is outside (inf > z)
+        outside = absv.sum(axis=1) > z
     if np.any(outside):
         a = absv[outside]
         u = -np.sort(-a, axis=1)
-        css = np.cumsum(u, axis=1)
+        with np.errstate(over="ignore"):
+            css = np.cumsum(u, axis=1)
         j = np.arange(1, a.shape[1] + 1)
         cond = u - (css - z) / j > 0
-        rho = np.count_nonzero(cond, axis=1)  # cond is true exactly for j ≤ ρ
+        # cond is true exactly for j ≤ ρ, and j = 1 always (u₁ − (u₁ − z) = z > 0), which rounding loses
+        # once u₁ ≳ z/2⁻⁵³: ρ = 0 divided by zero and gave an infinite θ (and a warning) on one huge record
+        rho = np.maximum(np.count_nonzero(cond, axis=1), 1)
         theta = (css[np.arange(a.shape[0]), rho - 1] - z) / rho
         proj = np.maximum(a - theta[:, None], 0.0)
         # Guard the last ulp: shrink any row whose computed L1 norm still exceeds z.
