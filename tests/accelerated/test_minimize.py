@@ -241,8 +241,11 @@ def test_runs_spend_from_a_given_ledger_and_refuse_before_any_release(problem):
 def test_a_huge_record_neither_warns_nor_changes_the_release_structure(value, problem_factory):
     """Replace-one neighbours D, D' (record 0 replaced by a row of ``value``): projecting that row onto
     the L1 ball of radius feature_bound warned on D' only — "divide by zero" from 1e16·B on (Duchi's ρ
-    rounded to 0, θ infinite), "overflow encountered in reduce" near the largest float.  Now neither
-    neighbour warns, the row lands in the ball (at 0: rounding keeps nothing of it) and the records agree."""
+    rounded to 0, θ infinite), "overflow encountered in reduce" near the largest float — and the
+    non-private F(x_T), evaluated on the unprojected row after the whole budget was spent, warned
+    ("overflow encountered in matmul", dp-gd) or raised ("X has values beyond the range of float32")
+    on D' only.  Now neither neighbour warns or raises, the row lands in the ball (at 0: rounding keeps
+    nothing of it) and the records agree."""
     import warnings
 
     from dpopt.objectives import L2, project_rows
@@ -254,7 +257,8 @@ def test_a_huge_record_neither_warns_nor_changes_the_release_structure(value, pr
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         projected, count = project_rows(X, 2.0, "l1")
-        runs = [minimize(obj, np.zeros(3), 1.0, "nag-opt", feature_bound=2.0, L=1.0, iterations=10, rng=0)
-                for obj in (D, neighbour)]  # fmt: skip
+        for method, precision in (("gd", "float64"), ("nag-opt", "float32")):
+            runs = [minimize(obj, np.zeros(3), 1.0, method, feature_bound=2.0, L=1.0, iterations=10, rng=0,
+                             precision=precision, trajectory=True) for obj in (D, neighbour)]  # fmt: skip
+            assert runs[0].privacy_record() == runs[1].privacy_record() and runs[0].x.shape == runs[1].x.shape
     assert count >= 1 and np.all(np.isfinite(projected)) and np.abs(projected).sum(axis=1).max() <= 2.0
-    assert runs[0].privacy_record() == runs[1].privacy_record() and runs[0].x.shape == runs[1].x.shape

@@ -64,6 +64,21 @@ def evaluate(data: DataPass, points: np.ndarray) -> np.ndarray:
     return out.reshape(points.shape[:-1])
 
 
+def _diagnostic(objective: Objective, oracle, points: np.ndarray) -> np.ndarray:
+    """F at ``points`` on the objective's own rows, for the non-private ``fun`` and trajectory.
+
+    It comes after the run has spent its budget, so it never raises or warns: F is NaN where a row
+    the oracle projected makes it overflow (or exceed float32), instead of an error or warning on
+    the one neighbour that holds such a record.
+    """
+    with np.errstate(all="ignore"):
+        try:
+            evaluator = oracle.data if oracle.rows_projected == 0 else DataPass(objective, oracle.data.precision)
+            return evaluate(evaluator, points)
+        except (ValueError, FloatingPointError):
+            return np.full(points.shape[:-1], np.nan)
+
+
 def _run(plan: Plan, oracle, X0: np.ndarray, record):
     if plan.method == "dp-gd":
         return algorithms.gradient_descent(oracle, X0, plan.steps, plan.scales, record=record)
@@ -231,9 +246,8 @@ def minimize(
         oracle = NonPrivateGradientOracle(objective, **common)
     X, t_rec, x_rec = _run(plan, oracle, X0, record)
 
-    evaluator = oracle.data if oracle.rows_projected == 0 else DataPass(objective, oracle.data.precision)
-    fun = evaluate(evaluator, X)
-    traj = evaluate(evaluator, x_rec) if record is not None else None
+    fun = _diagnostic(objective, oracle, X)
+    traj = _diagnostic(objective, oracle, x_rec) if record is not None else None
     if single:
         X, fun = X[0], float(fun[0])
         traj = None if traj is None else traj[:, 0]
