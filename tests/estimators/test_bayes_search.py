@@ -126,3 +126,102 @@ def test_secure_noise_reaches_the_selection_and_a_secure_estimator_composes_with
     assert {"exponential", "discrete_laplace"} <= kinds and "laplace" not in kinds  # nothing released in floats
     assert search.privacy_["epsilon"] == pytest.approx(3 * 0.5 + 1.0)
     assert search.get_params()["secure_noise"] is True
+
+
+# -- neighbouring validation sets (replace one record) leave the same structure -------------------------------
+SPACE = {"regularization": (1e-4, 1.0, "log")}
+
+
+def _validation_rows(n, seed):
+    """The validation indices DPBayesSearchCV(random_state=seed) draws for n rows (its Sobol seed, then the split)."""
+    rng = np.random.default_rng(seed)
+    rng.integers(2**31)
+    return DPBayesSearchCV(None, {})._split(n, rng)[1]
+
+
+@pytest.fixture(scope="module")
+def neighbours():
+    """200 rows and a neighbour whose validation record 4 has the other label: GP-UCB's trajectory differs
+    between them (8 vs 7 distinct candidates of 32 in 8 steps, before the fix)."""
+    X, y = make_classification(n_samples=200, n_features=5, n_informative=3, random_state=0)
+    X = X / np.linalg.norm(X, axis=1).max()
+    assert 4 in _validation_rows(200, 1)
+    y2 = y.copy()
+    y2[4] = 1 - y2[4]
+    return X, y, y2
+
+
+def _search(estimator, **kwargs):
+    return DPBayesSearchCV(estimator, SPACE, epsilon=1.0, n_iter=8, n_candidates=32, noise_std=0.5, random_state=1,
+                           **kwargs)
+
+
+def test_the_privacy_record_does_not_tell_which_candidates_were_visited(neighbours):
+    """Each step's private fit is charged the same event whatever its candidate (objpert's own events depend on
+    the regularization), and a candidate visited again is fitted again: before, ε spent and the event log told
+    neighbouring validation sets apart (5.5 vs 5.0, 20 vs 18 events)."""
+    X, y, y2 = neighbours
+    records = []
+    for labels in (y, y2):
+        search = _search(DPLogisticRegression(epsilon=0.5, data_norm=1.0, classes=[0, 1], random_state=0))
+        search.fit(X, labels)
+        records.append((search.privacy_["epsilon"], search.privacy_["events"]))
+    assert records[0] == records[1]
+    assert records[0][0] == pytest.approx(9 * 0.5 + 1.0)  # 8 steps and the refit, then the two releases
+
+
+def test_warnings_do_not_tell_which_candidates_were_visited(neighbours):
+    """Only the first step's fit (its candidate is fixed before any score is seen) and the refit of the released
+    candidate may warn: before, one PrivacyLeakWarning per distinct candidate fitted."""
+    X, y, y2 = neighbours
+    caught = []
+    for labels in (y, y2):
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            _search(DPLogisticRegression(epsilon=0.5, data_norm=1.0, random_state=0)).fit(X, labels)
+        caught.append([(w.category, str(w.message)) for w in record])
+    assert caught[0] == caught[1]
+    assert [c for c, _ in caught[0]] == [PrivacyLeakWarning] * 2  # label set read: the first fit and the refit
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+@pytest.mark.parametrize("algorithm", [1, 3])
+def test_a_non_finite_record_is_refused_before_anything_is_spent(neighbours, value, algorithm):
+    """One NaN or infinite validation value made the run raise inside the search on that neighbour only (Alg. 3:
+    'non-finite gain for candidate 0'; a private estimator: at its first score, after spending 0.5); now it is
+    refused at the boundary with nothing charged, and a huge finite value releases like an ordinary one."""
+    X, y, _ = neighbours
+    if algorithm == 3:
+        estimator, space, extra = LogisticRegression(fit_intercept=False), {"C": [0.1, 1.0, 10.0]}, {"data_norm": 1.0}
+    else:
+        estimator, space, extra = DPLogisticRegression(epsilon=0.5, data_norm=1.0, classes=[0, 1]), SPACE, {}
+    k = _validation_rows(200, 1)[0]
+    results = []
+    for bad in (value, 1e308, 0.5):
+        X2 = X.copy()
+        X2[k, 0] = bad
+        book = Ledger(10.0, relation="replace_one")
+        search = DPBayesSearchCV(estimator, space, algorithm=algorithm, epsilon=1.0, n_iter=3, n_candidates=8,
+                                 random_state=1, ledger=book, **extra)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            if bad is value:
+                with pytest.raises(ValueError, match=r"^X contains 1 NaN or infinite value\(s\)$"):
+                    search.fit(X2, y)
+                assert book.spent().epsilon == 0.0 and not book.events
+                continue
+            search.fit(X2, y)
+        results.append((book.spent().epsilon, [e.to_dict()["type"] for e in book.events], sorted(search.best_params_)))
+    assert results[0] == results[1]
+
+
+def test_the_space_may_not_tune_a_private_estimators_budget(data):
+    """Each fit of the search is charged the estimator's own ε: a candidate's own ε or ledger would escape that."""
+    X, y = data
+    for space in ({"epsilon": [0.1, 1.0]}, {"delta": [0.0, 1e-6]}):
+        book = Ledger(10.0, relation="replace_one")
+        search = DPBayesSearchCV(DPLogisticRegression(epsilon=0.5, data_norm=1.0, classes=[0, 1]), space,
+                                 n_iter=2, ledger=book)
+        with pytest.raises(ValueError, match="must not tune the private estimator's epsilon"):
+            search.fit(X, y)
+        assert not book.events

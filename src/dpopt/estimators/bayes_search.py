@@ -17,6 +17,14 @@ What is protected.
   so the ledger's ε composes every training run with the selection.  With a
   non-private estimator (any scikit-learn estimator) the training rows are
   not protected; ``privacy_["protects"]`` says so and a warning is issued.
+- Which candidates GP-UCB visits depends on the validation rows, so nothing
+  released may tell: a private estimator is fitted and charged at every one
+  of the ``n_iter`` steps (a candidate visited again included), a pure ε-DP
+  estimator's fit there as one ``PureDP(ε)`` whatever its candidate (its own
+  events may depend on the hyper-parameters), and only the first step's fit
+  (candidate 0, fixed before any score) and the refit may warn; the scoring
+  never does.  A private estimator or Algorithm 3 refuses a NaN or infinite
+  ``X`` before anything is spent.
 
 ``cv_results_`` lists the candidate set Λ (public: it depends on the space
 and the seed only) and which candidate was released; the per-candidate
@@ -33,6 +41,7 @@ trusted), and the gain 1 − mean g with g = 1 − sigmoid(s·y·wᵀx) ∈ [0, 
 
 from __future__ import annotations
 
+import copy
 import warnings
 
 import numpy as np
@@ -42,9 +51,10 @@ from sklearn.metrics import get_scorer
 from sklearn.pipeline import make_pipeline
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import as_generator, check_int, check_positive
+from .._validation import as_generator, check_finite_array, check_int, check_positive
 from ..bayesopt import CandidateSet, optimize
-from ..privacy import Ledger
+from ..privacy import BudgetExceededError, Ledger
+from ..privacy import events as ev
 from .linear import PrivacyLeakWarning
 
 __all__ = ["DPBayesSearchCV", "RowClipper"]
@@ -70,6 +80,10 @@ def _is_private(estimator) -> bool:
     return hasattr(estimator, "privacy_record") and "epsilon" in estimator.get_params()
 
 
+def _delta(estimator) -> float:
+    return float(estimator.get_params().get("delta", 0.0))
+
+
 def _soft_accuracy(slope: float):
     """Validation gain 1 − mean g, g = 1 − sigmoid(s·y·wᵀx) (labels mapped to ±1 by classes_)."""
 
@@ -93,7 +107,8 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
         training rows, its fits charged to the same ledger.
     space:
         ``{name: (low, high)}``, ``{name: (low, high, "log")}`` (Sobol points,
-        ``n_candidates`` of them) or ``{name: [values, ...]}`` (the product grid).
+        ``n_candidates`` of them) or ``{name: [values, ...]}`` (the product grid);
+        never a private estimator's ``epsilon``, ``delta`` or ``ledger``.
     epsilon, delta:
         Budget of the two releases (each gets half).  δ is the failure
         probability of Algorithms 1–2; Algorithm 3 is pure ε-DP.
@@ -205,17 +220,22 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
             raise ValueError(f"X and y must have the same number of rows, got {X.shape[0]} and {n}")
         if self.algorithm not in (1, 2, 3):
             raise ValueError(f"algorithm must be 1, 2 or 3, got {self.algorithm!r}")
+        private = _is_private(self.estimator)
+        alg3 = self.algorithm == 3
+        if private or alg3:  # they refuse a NaN or infinite row: refused here, before anything is spent
+            check_finite_array("X", X)
         epsilon = check_positive("epsilon", self.epsilon)
         n_iter = check_int("n_iter", self.n_iter)
         rng = as_generator(self.random_state)
         seed = int(rng.integers(2**31))
         candidates = CandidateSet.from_space(self.space, n_candidates=self.n_candidates, seed=seed)
+        if private and {"epsilon", "delta", "ledger"} & set(candidates.names):
+            raise ValueError("space must not tune the private estimator's epsilon, delta or ledger "
+                             "(every fit of the search is charged the estimator's own budget)")
         train, val = self._split(n, rng)
         take = (lambda idx: X.iloc[idx]) if hasattr(X, "iloc") else (lambda idx: X[idx])
         X_tr, y_tr, X_val, y_val = take(train), y[train], take(val), y[val]
 
-        private = _is_private(self.estimator)
-        alg3 = self.algorithm == 3
         if alg3:
             lam, slope = self._alg3_setup(candidates, len(train))
         fits = (len(candidates) if alg3 else n_iter) + (1 if self.refit else 0)
@@ -239,20 +259,35 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
             scorer = get_scorer(self.scoring)
             gain = scorer
 
-        def make(i: int):
+        # A pure ε-DP estimator's fits along the search are charged one PureDP(ε) each (_fit_one)
+        pure_fit = float(self.estimator.get_params()["epsilon"]) if private and not _delta(self.estimator) else None
+
+        def make(i: int, summary=None):
             params = candidates.params(i)
             model = clone(base)
             if alg3:
                 model.set_params(**{f"{model.steps[-1][0]}__{k}": v for k, v in params.items()})
             else:
                 model.set_params(**params)
-            return self._fit_one(model, X_tr, y_tr, book, private)
+            return self._fit_one(model, X_tr, y_tr, book, private, summary)
 
         cache: dict[int, float] = {}
+        steps = []
 
         def objective(i: int) -> float:
-            if i not in cache:
-                cache[i] = float(gain(make(i), X_val, y_val))
+            """The validation gain of candidate i.  Which candidates GP-UCB visits depends on the validation
+            rows, so nothing here may depend on it beyond the gain: a private fit runs (and is charged) at
+            every step, a visit again included; warnings are shown for the first step's fit only (candidate
+            0, fixed before any gain is seen), never for the scoring, which reads the validation rows."""
+            if i not in cache or private:
+                with warnings.catch_warnings():
+                    if steps:
+                        warnings.simplefilter("ignore")
+                    model = make(i, pure_fit)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    cache[i] = float(gain(model, X_val, y_val))
+            steps.append(i)
             return cache[i]
 
         result = optimize(
@@ -293,20 +328,37 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
         if not private:
             return Ledger(epsilon, relation="replace_one")
         est_eps = float(self.estimator.get_params()["epsilon"])
-        est_delta = float(self.estimator.get_params().get("delta", 0.0))
+        est_delta = _delta(self.estimator)
         if est_delta > 0:  # the (ε, δ) methods of the line-search family hold under add/remove
             return Ledger(epsilon + fits * est_eps, fits * est_delta, "rdp", relation="add_remove")
         return Ledger(epsilon + fits * est_eps, relation="replace_one")
 
     @staticmethod
-    def _fit_one(model, X, y, book: Ledger, private: bool):
+    def _fit_one(model, X, y, book: Ledger, private: bool, summary: float | None = None):
         """Fit one candidate; a private fit is charged to ``book`` (through its ``ledger=`` when it has one).
 
         The fitted model itself is never released (only the mechanisms' outputs
         are), so a charge refused after the fit still releases nothing.  The
         estimators' repeated-fit warning is silenced: here the ledger composes
         every fit.
+
+        ``summary`` (a pure ε-DP estimator's ε, for the fits along the search):
+        the fit spends from a scratch copy of ``book`` (so it is still refused,
+        before any noise, when ε does not fit or the relation differs), and
+        ``book`` is charged ``PureDP(ε)`` — the same event whatever the
+        candidate, where the fit's own events (objpert's, outpert's) depend on
+        its hyper-parameters and would tell which candidates were visited.
         """
+        if private and summary is not None:
+            event = ev.PureDP(summary)
+            if not book.can_afford(event):
+                raise BudgetExceededError(f"a fit of the search needs epsilon={summary:.6g}, more than the ledger "
+                                          f"has left ({book.remaining().epsilon:.6g}); nothing was spent")
+            if "ledger" in model.get_params():
+                model.set_params(ledger=copy.deepcopy(book))
+            model.fit(X, y)
+            book.charge(event)
+            return model
         if private and "ledger" in model.get_params():
             model.set_params(ledger=book)
             return model.fit(X, y)
