@@ -81,6 +81,12 @@ def test_algorithm_3_is_exact_and_clips_rows(data):
         DPBayesSearchCV(LogisticRegression(), {"C": (1.0, 10.0)}, algorithm=3, data_norm=1.0).fit(X, y)
     with pytest.raises(ValueError, match="data_norm"):
         DPBayesSearchCV(LogisticRegression(fit_intercept=False), {"C": (1.0, 10.0)}, algorithm=3).fit(X, y)
+    # Theorem 7 needs eq. (10)'s L2 penalty and a 1-Lipschitz mean loss: an L1 penalty through l1_ratio (sklearn
+    # >= 1.8, under the default penalty) or class weights of any mean had been accepted as "exact"
+    for bad in (dict(l1_ratio=1.0, solver="saga"), dict(l1_ratio=0.5, solver="saga"), dict(class_weight={0: 1, 1: 50})):
+        with pytest.raises(ValueError, match="no l1_ratio or class weights"):
+            DPBayesSearchCV(LogisticRegression(fit_intercept=False, **bad), {"C": (1.0, 10.0)}, algorithm=3,
+                            data_norm=1.0).fit(X, y)
 
 
 @pytest.mark.parametrize("kwargs,match", [

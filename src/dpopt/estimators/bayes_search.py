@@ -198,10 +198,13 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
         from sklearn.linear_model import LogisticRegression
 
         est = self.estimator
-        if not isinstance(est, LogisticRegression) or est.fit_intercept or est.penalty not in ("l2", "deprecated"):
+        # eq. (10): the L2 penalty alone (no l1_ratio, scikit-learn >= 1.8's elastic net / L1 under the default
+        # penalty) and a mean loss that stays 1-Lipschitz (class weights averaging 1: None or "balanced")
+        if (not isinstance(est, LogisticRegression) or est.fit_intercept or est.penalty not in ("l2", "deprecated")
+                or (getattr(est, "l1_ratio", None) or 0.0) != 0.0 or est.class_weight not in (None, "balanced")):
             raise ValueError(
                 "algorithm=3 needs the exact minimizer of an L2-regularized 1-Lipschitz convex loss: "
-                "use sklearn LogisticRegression(fit_intercept=False) tuned over C"
+                "use sklearn LogisticRegression(fit_intercept=False) tuned over C (no l1_ratio or class weights)"
             )
         if candidates.names != ("C",):
             raise ValueError("algorithm=3 tunes exactly one parameter, 'C' (lambda = 1/(C n_train))")
