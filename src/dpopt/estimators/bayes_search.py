@@ -24,7 +24,10 @@ What is protected.
   events may depend on the hyper-parameters), and only the first step's fit
   (candidate 0, fixed before any score) and the refit may warn; the scoring
   never does.  A private estimator or Algorithm 3 refuses a NaN or infinite
-  ``X`` before anything is spent.
+  ``X`` before anything is spent.  An (ε, δ) estimator's fits are composed by
+  RDP from their own events, which name the candidate when the tuned
+  parameters set the noise (``DPMLPClassifier``'s ``epochs``, ``batch_rate``,
+  ``clip``): tune only parameters that do not (``regularization``).
 
 ``cv_results_`` lists the candidate set Λ (public: it depends on the space
 and the seed only) and which candidate was released; the per-candidate
