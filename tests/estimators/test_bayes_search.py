@@ -221,13 +221,18 @@ def test_a_non_finite_record_is_refused_before_anything_is_spent(neighbours, val
     assert results[0] == results[1]
 
 
-def test_the_space_may_not_tune_a_private_estimators_budget(data):
-    """Each fit of the search is charged the estimator's own ε: a candidate's own ε or ledger would escape that."""
+@pytest.mark.parametrize("delta,space,name", [
+    (0.0, {"epsilon": [0.1, 1.0]}, "epsilon"),
+    (0.0, {"delta": [0.0, 1e-6]}, "delta"),
+    (1e-6, {"secure_noise": [0, 1]}, "secure_noise"),
+])
+def test_the_space_may_not_tune_a_private_estimators_budget_or_noise(data, delta, space, name):
+    """Each fit of the search is charged the estimator's own ε: a candidate's own ε or ledger would escape that;
+    an (ε, δ) fit keeps its own events in the RDP log, and secure noise (discrete Gaussian events) would name it."""
     X, y = data
-    for space in ({"epsilon": [0.1, 1.0]}, {"delta": [0.0, 1e-6]}):
-        book = Ledger(10.0, relation="replace_one")
-        search = DPBayesSearchCV(DPLogisticRegression(epsilon=0.5, data_norm=1.0, classes=[0, 1]), space,
-                                 n_iter=2, ledger=book)
-        with pytest.raises(ValueError, match="must not tune the private estimator's epsilon"):
-            search.fit(X, y)
-        assert not book.events
+    book = Ledger(10.0, 1e-3, "rdp", relation="add_remove") if delta else Ledger(10.0, relation="replace_one")
+    search = DPBayesSearchCV(DPLogisticRegression(epsilon=0.5, delta=delta, data_norm=1.0, classes=[0, 1]), space,
+                             n_iter=2, ledger=book)
+    with pytest.raises(ValueError, match=f"^space must not tune the private estimator's {name}: "):
+        search.fit(X, y)
+    assert not book.events

@@ -25,9 +25,9 @@ What is protected.
   (candidate 0, fixed before any score) and the refit may warn; the scoring
   never does.  A private estimator or Algorithm 3 refuses a NaN or infinite
   ``X`` before anything is spent.  An (ε, δ) estimator's fits are composed by
-  RDP from their own events, which name the candidate when the tuned
-  parameters set the noise (``DPMLPClassifier``'s ``epochs``, ``batch_rate``,
-  ``clip``): tune only parameters that do not (``regularization``).
+  RDP from their own events, so the space may not tune what sets their noise
+  (:data:`NOISE_PARAMS`, e.g. ``DPMLPClassifier``'s ``epochs``); nor, for any
+  private estimator, its budget (:data:`BUDGET_PARAMS`).
 
 ``cv_results_`` lists the candidate set Λ (public: it depends on the space
 and the seed only) and which candidate was released; the per-candidate
@@ -79,6 +79,13 @@ class RowClipper(TransformerMixin, BaseEstimator):
         return X * (np.minimum(1.0, self.data_norm / np.maximum(norms, np.finfo(float).tiny)) / self.data_norm)[:, None]
 
 
+#: Parameters of a private estimator that the space may not tune: its budget (each fit of the search is
+#: charged the estimator's own ε) and, for an (ε, δ) estimator, whose fits keep their own events in the
+#: RDP log, what sets its noise (the events would name the candidate GP-UCB visited).
+BUDGET_PARAMS = ("epsilon", "delta", "ledger")
+NOISE_PARAMS = ("method", "method_params", "accountant", "secure_noise", "epochs", "batch_rate", "clip", "n_public")
+
+
 def _is_private(estimator) -> bool:
     return hasattr(estimator, "privacy_record") and "epsilon" in estimator.get_params()
 
@@ -111,7 +118,8 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
     space:
         ``{name: (low, high)}``, ``{name: (low, high, "log")}`` (Sobol points,
         ``n_candidates`` of them) or ``{name: [values, ...]}`` (the product grid);
-        never a private estimator's ``epsilon``, ``delta`` or ``ledger``.
+        never a private estimator's ``epsilon``, ``delta`` or ``ledger``, nor an
+        (ε, δ) one's noise parameters (:data:`NOISE_PARAMS`).
     epsilon, delta:
         Budget of the two releases (each gets half).  δ is the failure
         probability of Algorithms 1–2; Algorithm 3 is pure ε-DP.
@@ -235,9 +243,11 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
         rng = as_generator(self.random_state)
         seed = int(rng.integers(2**31))
         candidates = CandidateSet.from_space(self.space, n_candidates=self.n_candidates, seed=seed)
-        if private and {"epsilon", "delta", "ledger"} & set(candidates.names):
-            raise ValueError("space must not tune the private estimator's epsilon, delta or ledger "
-                             "(every fit of the search is charged the estimator's own budget)")
+        fixed = (BUDGET_PARAMS + (NOISE_PARAMS if _delta(self.estimator) else ())) if private else ()
+        tuned = [name for name in fixed if name in candidates.names]
+        if tuned:
+            raise ValueError(f"space must not tune the private estimator's {', '.join(tuned)}: every fit of the "
+                             "search is charged the same, whatever its candidate")
         train, val = self._split(n, rng)
         take = (lambda idx: X.iloc[idx]) if hasattr(X, "iloc") else (lambda idx: X[idx])
         X_tr, y_tr, X_val, y_val = take(train), y[train], take(val), y[val]
