@@ -174,6 +174,15 @@ def test_the_privacy_record_does_not_tell_which_candidates_were_visited(neighbou
         records.append((search.privacy_["epsilon"], search.privacy_["events"]))
     assert records[0] == records[1]
     assert records[0][0] == pytest.approx(9 * 0.5 + 1.0)  # 8 steps and the refit, then the two releases
+    # a ledger one fit short: before, the neighbour visiting 7 candidates released and the other raised at the
+    # refit, both having spent 5.0; now both are refused before anything is spent
+    for labels in (y, y2):
+        book = Ledger(5.0, relation="replace_one")
+        search = _search(DPLogisticRegression(epsilon=0.5, data_norm=1.0, classes=[0, 1], random_state=0),
+                         ledger=book)
+        with pytest.raises(BudgetExceededError, match=r"^the search needs epsilon=5\.5 \(9 fits at 0\.5 and the "):
+            search.fit(X, labels)
+        assert not book.events
 
 
 def test_warnings_do_not_tell_which_candidates_were_visited(neighbours):

@@ -144,7 +144,8 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
         for a private estimator this is one more charged fit.
     ledger:
         A :class:`~dpopt.privacy.Ledger` charged with every fit and release;
-        by default a new one sized for them.
+        by default a new one sized for them.  A pure ledger too small for them
+        all (a pure ε-DP estimator) refuses the search before anything is spent.
     random_state:
         Seed of the split, the Sobol points and the noise.
     secure_noise:
@@ -256,6 +257,14 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
             lam, slope = self._alg3_setup(candidates, len(train))
         fits = (len(candidates) if alg3 else n_iter) + (1 if self.refit else 0)
         book = self.ledger if self.ledger is not None else self._new_ledger(private, fits)
+        # A pure ε-DP estimator's fits along the search are charged one PureDP(ε) each (_fit_one); on a
+        # pure ledger the whole search is refused up front when it cannot afford every fit and the releases
+        pure_fit = float(self.estimator.get_params()["epsilon"]) if private and not _delta(self.estimator) else None
+        if pure_fit is not None and book.notion == "pure" and not book.can_afford(ev.PureDP(epsilon + fits * pure_fit)):
+            raise BudgetExceededError(
+                f"the search needs epsilon={epsilon + fits * pure_fit:.6g} ({fits} fits at {pure_fit:g} and the "
+                f"releases' {epsilon:g}) but the ledger has {book.remaining().epsilon:.6g} left; nothing was spent"
+            )
         if not private:
             warnings.warn(
                 f"{type(self.estimator).__name__} is not a private estimator: only the validation rows are "
@@ -274,9 +283,6 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
         else:
             scorer = get_scorer(self.scoring)
             gain = scorer
-
-        # A pure ε-DP estimator's fits along the search are charged one PureDP(ε) each (_fit_one)
-        pure_fit = float(self.estimator.get_params()["epsilon"]) if private and not _delta(self.estimator) else None
 
         def make(i: int, summary=None):
             params = candidates.params(i)
