@@ -371,7 +371,7 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
         candidate, where the fit's own events (objpert's, outpert's) depend on
         its hyper-parameters and would tell which candidates were visited.
         """
-        if private and summary is not None:
+        if summary is not None:
             event = ev.PureDP(summary)
             if not book.can_afford(event):
                 raise BudgetExceededError(f"a fit of the search needs epsilon={summary:.6g}, more than the ledger "
