@@ -44,7 +44,7 @@ def test_prepaid_rounds_charge_first_and_release_once_per_round():
     block.release(np.zeros(4), 3)
     with pytest.raises(RuntimeError):
         block.release(np.zeros(4), 4)
-    tiny = Ledger(1e-3, 1e-5, "rdp")
+    tiny = Ledger(1e-3, 1e-5, "rdp", relation="replace_one")
     with pytest.raises(Exception, match="budget"):
         PrepaidGaussianRounds(event, rounds=3, first_round=1, ledger=tiny, rng=np.random.default_rng(0))
     assert tiny.events == []
@@ -107,7 +107,8 @@ def test_release_rows_is_each_holders_own_release():
     def blocks():
         return [
             PrepaidGaussianRounds(
-                e, rounds=2, first_round=1, ledger=Ledger(50.0, 1e-5, "rdp"), rng=np.random.default_rng(seed)
+                e, rounds=2, first_round=1, ledger=Ledger(50.0, 1e-5, "rdp", relation="replace_one"),
+                rng=np.random.default_rng(seed),
             )
             for seed, e in enumerate(events)
         ]

@@ -265,6 +265,11 @@ def test_registered_names_extend_the_ledger():
         ("||b - b'||_inf <= b_max", ev.Subsampled(ev.Laplace(1.0), 0.1, "poisson")),
         ("add_remove", ev.Composed((ev.Laplace(9.0), ev.SelfComposed(
             ev.Subsampled(ev.PureDP(0.1), 0.5, "without_replacement"), 3)))),
+        # an activation wrapping (liu2024's rounds) hides no sampling scheme from the check
+        ("replace_one", ev.Activated(ev.Subsampled(ev.Gaussian(1.0), 0.01, "poisson"), 1.0)),
+        ("add_remove", ev.Activated(ev.Subsampled(ev.Laplace(1.0), 0.01, "without_replacement"), 0.5)),
+        ("add_remove", ev.SelfComposed(ev.Activated(
+            ev.Subsampled(ev.Gaussian(2.0), 0.1, "without_replacement"), 0.3), 4)),
     ],
 )
 def test_sampling_scheme_must_match_the_relation(relation, event):
@@ -282,6 +287,8 @@ def test_matching_schemes_and_full_batches_are_accepted():
         ev.Subsampled(ev.Laplace(1.0), 0.1, "without_replacement"))
     paper = Ledger(10.0, relation="||b - b'||_inf <= b_max")
     paper.charge(ev.Subsampled(ev.Laplace(1.0), 1.0, "poisson"))  # rate 1: no amplification
+    Ledger(10.0, 1e-5, "rdp", relation="replace_one").charge(  # a network node's round (liu2024)
+        ev.Activated(ev.Subsampled(ev.Gaussian(5.0), 0.1, "without_replacement"), 0.5))
     with pytest.raises(ValueError, match="mixes"):
         Ledger(10.0).charge(ev.Composed((ev.Subsampled(ev.PureDP(1.0), 0.5, "poisson"),
                                          ev.Subsampled(ev.PureDP(1.0), 0.5, "without_replacement"))))

@@ -48,7 +48,8 @@ def test_secure_block_prepays_the_discrete_rounds_and_releases_on_the_grid():
 
 def test_secure_blocks_of_different_noise_release_each_their_own():
     wide = ev.Activated(ev.Subsampled(ev.Gaussian(30.0, 2.0), 0.1, ev.WITHOUT_REPLACEMENT), 0.5)
-    blocks = [_block(), PrepaidGaussianRounds(wide, rounds=3, first_round=1, ledger=Ledger(50.0, 1e-5, "rdp"),
+    ledger = Ledger(50.0, 1e-5, "rdp", relation="replace_one")
+    blocks = [_block(), PrepaidGaussianRounds(wide, rounds=3, first_round=1, ledger=ledger,
                                               rng=np.random.default_rng(0), secure_noise=True, size=10)]  # fmt: skip
     rows = PrepaidGaussianRounds.release_rows(blocks, [300, 300], np.zeros((600, 10)), 1)
     assert rows[:300].std() == pytest.approx(3.0, rel=0.05) and rows[300:].std() == pytest.approx(30.0, rel=0.05)

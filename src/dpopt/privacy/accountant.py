@@ -223,7 +223,7 @@ def required_relation(event: ev.Event) -> Relation | None:
             if e.rate < 1.0:
                 found.add(_SCHEME_RELATION[e.scheme])
             stack.append(e.event)
-        elif isinstance(e, ev.SelfComposed):
+        elif isinstance(e, ev.SelfComposed | ev.Activated):  # an activation hides no sampling scheme
             stack.append(e.event)
         elif isinstance(e, ev.Composed):
             stack.extend(e.events)
