@@ -524,6 +524,24 @@ def test_a_filter_child_of_a_plain_ledger_charges_its_guarantee_once():
     assert ev.from_json(bound.to_json()) == bound
 
 
+def test_a_filter_child_never_spends_more_than_the_bound_its_parent_was_charged():
+    """A detached filter accepts every composition its conversion at α maps within (ε, δ), which
+    includes the total-variation shortcut (ε = 0 while δ² ≥ 1 − e^{−RDP}); where that room is above
+    B(α) its parent must be charged for it.  At ε = 0.005, δ = 0.1, α = 4.2, B(α) = 0.0058 while
+    the child accepted 47 steps of RDP 2.1e-4 (0.00987 at α), 1.69 times the RenyiBound charged."""
+    root = Ledger(10.0, 0.2, "rdp")
+    kid = root.child(0.005, 0.1)
+    kid.fix_filter_order(4.2)
+    (bound,) = root.events
+    step = ev.Gaussian(100.0)
+    while kid.can_afford(step):
+        kid.charge(step)
+    spent = RDPAccountant().compose(step, len(kid.events))
+    assert len(kid.events) > 1
+    assert spent.rdp[spent.order_index(4.2)] <= bound.rdp
+    assert root.events == [bound] and tuple(kid.spent()) == (0.005, 0.1)
+
+
 @pytest.mark.parametrize("order", [8.0, 32.0])
 def test_filter_cost_is_what_a_charge_adds_at_the_filter_order(order):
     """``Ledger.filter_cost(event)`` is the very float a charge adds to the composed RDP at the filter

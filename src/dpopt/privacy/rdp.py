@@ -65,6 +65,7 @@ __all__ = [
     "rdp_to_epsilon",
     "rdp_to_delta",
     "rdp_budget_per_order",
+    "total_variation_room",
     "filter_order",
 ]
 
@@ -795,6 +796,26 @@ def _epsilons(r: np.ndarray, terms: tuple, delta: float, method: str = "best") -
             eps = np.minimum(r + c, (r + l) - m)
             eps = np.where(delta * delta >= -np.expm1(-r), 0.0, eps)
     return np.where(np.isnan(eps), np.inf, eps)
+
+
+def total_variation_room(delta: float) -> float:
+    """The largest RDP value r that the ``"best"`` conversion maps to ε = 0 at ``delta``: the
+    total-variation shortcut δ² ≥ 1 − e^{−r} of :func:`rdp_to_epsilon`, by its very float test.
+
+    At any order a composition with RDP ≤ this value is (0, δ)-DP, so a Rényi filter whose budget
+    B(α) is below it accepts up to it (a parent is charged that much, :meth:`Ledger.fix_filter_order`).
+    """
+    square = _check_conversion_delta(delta) ** 2
+
+    def inside(r: float) -> bool:
+        return bool(square >= -np.expm1(-np.float64(r)))
+
+    r = -math.log1p(-square)
+    while r > 0.0 and not inside(r):
+        r = math.nextafter(r, 0.0)
+    while inside(math.nextafter(r, math.inf)):
+        r = math.nextafter(r, math.inf)
+    return r
 
 
 def rdp_to_epsilon(orders, rdp, delta: float, method: str = "best") -> tuple[float, float]:
