@@ -314,6 +314,20 @@ def test_a_pld_ledger_spends_a_pld_calibrated_budget_and_refuses_beyond_it():
     assert Ledger.from_json(named.to_json()).spent().epsilon == pytest.approx(named.spent().epsilon, rel=1e-12)
 
 
+def test_a_pld_ledger_read_back_from_json_accounts_on_its_own_grid():
+    """A ledger's JSON keeps its PLD accountant's grid and tail mass, so the rebuilt ledger re-charges
+    its log to the same guarantee (a grid-1e-3 ledger, what families spend under, had come back at
+    the default 1e-4: spent 0.99993 instead of 0.9999999999993 for the run of the test above)."""
+    from dpopt.privacy import Ledger
+
+    ledger = Ledger(3.0, 1e-5, accountant=PLDAccountant(H, tail_mass=1e-12))
+    ledger.charge(ev.SelfComposed(poisson(ev.Gaussian(1.0), 0.01), 1000))
+    again = Ledger.from_json(ledger.to_json())
+    assert (again.accountant.discretization, again.accountant.tail_mass) == (H, 1e-12)
+    assert again.spent() == ledger.spent() == ledger.replay()
+    assert Ledger.from_json(Ledger(1.0, 1e-5, accountant="pld").to_json()).accountant.discretization == 1e-4
+
+
 def test_a_pld_ledger_certifies_states_and_stops_exactly_where_a_fresh_accountant_says():
     from dpopt.privacy import Ledger
 

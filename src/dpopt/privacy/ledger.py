@@ -428,6 +428,9 @@ class Ledger:
             out["orders"] = [float(a) for a in self._accountant.orders]
         if self.filter_order is not None:
             out["filter_order"] = self.filter_order
+        if isinstance(self._accountant, pld.PLDAccountant):  # its grid: the same ε when read back
+            out["discretization"] = self._accountant.discretization
+            out["tail_mass"] = self._accountant.tail_mass
         return out
 
     def to_json(self, **kwargs) -> str:
@@ -436,10 +439,14 @@ class Ledger:
     @classmethod
     def from_dict(cls, data: dict) -> Ledger:
         """Rebuild a ledger and re-charge its events (which re-checks the budget)."""
+        accountant = data["accountant"]
+        grid = {key: data[key] for key in ("discretization", "tail_mass") if key in data}
+        if accountant == "pld" and grid:
+            accountant = make_accountant("pld", **grid)
         ledger = cls(
             data["budget"]["epsilon"],
             data["budget"]["delta"],
-            data["accountant"],
+            accountant,
             relation=data.get("relation", "add_remove"),
             orders=data.get("orders"),
             filter_order=data.get("filter_order"),
