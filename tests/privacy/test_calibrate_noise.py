@@ -39,6 +39,21 @@ def test_laplace_pure_and_approximate():
     assert PLDAccountant(H).compose(ev.SelfComposed(step, 400)).get_epsilon(1e-6) <= 1.0 + 1e-12
 
 
+@pytest.mark.parametrize(("steps", "rate", "epsilon"), [(300, 1.0, 0.1), (10, 0.013, 2.0), (300, 0.5, 2.0)])
+def test_a_pure_calibrated_laplace_run_fits_a_ledger_of_its_budget(steps, rate, epsilon):
+    """sensitivity/eps0 rounded to nearest could leave each step's cost an ulp over epsilon/steps:
+    these runs reported epsilon + 1 ulp and a Ledger(epsilon) refused their last step."""
+    from dpopt.privacy import Ledger
+
+    out = calibrate_noise(epsilon, noise="laplace", steps=steps, rate=rate, sensitivity=1.0)
+    assert out.accountant == "pure" and out.epsilon <= epsilon
+    step = ev.Subsampled(ev.Laplace(out.scale), rate, "without_replacement") if rate < 1.0 else ev.Laplace(out.scale)
+    ledger = Ledger(epsilon, relation="replace_one")
+    for _ in range(steps):
+        ledger.charge(step)
+    assert ledger.spent().epsilon <= epsilon
+
+
 def test_without_replacement_gaussian_uses_pld():
     out = calibrate_noise(1.0, 1e-5, steps=50, rate=0.05, scheme="without_replacement", discretization=H)
     assert out.accountant == "pld"

@@ -22,6 +22,7 @@ Every function validates its arguments and names the offending one.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import NamedTuple
 
 import numpy as np
@@ -31,7 +32,7 @@ from .. import _validation as val
 from . import events as ev
 from . import rdp
 from .accountant import make_accountant
-from .pure import PureDPAccountant, invert_amplification
+from .pure import PureDPAccountant, amplify_pure, invert_amplification
 
 __all__ = [
     "calibrate_gaussian_sigma",
@@ -221,7 +222,8 @@ def calibrate_laplace_scale(
     Each release must cost ε/T after amplification, so the per-release budget
     is ε₀ = ln(1 + (e^{ε/T} − 1)/rate), the exact inverse of
     :func:`~dpopt.privacy.pure.amplify_pure` (kuru2022 eq. (3.5) with
-    rate = m/n), and b = sensitivity/ε₀ (Laplace mechanism, kuru2022 Thm A.1).
+    rate = m/n), and b = sensitivity/ε₀ (Laplace mechanism, kuru2022 Thm A.1), rounded up by
+    the few ulps that make the T steps' costs add up to at most ε exactly (as a pure ledger adds them).
     ``sensitivity`` is the L1 sensitivity of the released (subsample) query.
     """
     epsilon = val.check_positive("epsilon", epsilon)
@@ -230,7 +232,12 @@ def calibrate_laplace_scale(
     rate = val.check_rate("rate", rate)
     per_step = epsilon / steps
     eps0 = invert_amplification(per_step, rate)
-    return sensitivity / eps0
+    scale = sensitivity / eps0
+    # rounded to nearest, a step's cost can be an ulp over ε/T; round the scale up until the T
+    # steps fit ε exactly, as a pure ledger adds them (scale_for_epsilon does this for one step)
+    while steps * Fraction(amplify_pure(sensitivity / scale, rate)) > Fraction(epsilon):
+        scale = math.nextafter(scale, math.inf)
+    return scale
 
 
 def fit_scales_to_budget(scales, events_for, new_ledger, *, max_ulps: int = 1 << 20):
