@@ -303,7 +303,10 @@ def exponential(
 
     ``sensitivity`` is Δu, the most one record can change any score.  Drawn by
     the Gumbel-max trick, argmax(ε·u/(2Δu) + Gumbel), which never
-    exponentiates and so stays exact for scores of any magnitude.  Returns an
+    exponentiates, so it neither overflows nor underflows.  It is not exact in
+    floating point: once |ε·u/(2Δu)| nears 2⁵³ the Gumbel noise is lost in the
+    rounding and the choice is a function of the rounded scores (equal scores
+    of 2⁶⁰ always give index 0); ``secure_noise=True`` is exact.  Returns an
     integer array of shape ``scores.shape[:-1]``.
 
     ``secure_noise=True`` draws it exactly instead (:func:`secure_exponential_scores`
