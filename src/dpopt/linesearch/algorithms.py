@@ -89,7 +89,7 @@ from .._validation import (
     check_positive,
     check_rate,
 )
-from ..models import PrivateModel, check_model, start_point
+from ..models import PrivateModel, check_model, diagnostic_value, start_point
 from ..oracles import (
     NOISES,
     QUERIES,
@@ -476,7 +476,7 @@ def _descend(model, epsilon, delta, rng, hyper: LineSearchHyper, *, method: str,
         if t % hyper.tau == 0:
             eta0, omega = reset_initial_step(eta0, omega, hyper.varsigma), []
         if hyper.trajectory:
-            stats.trajectory.append(model.value(w))
+            stats.trajectory.append(diagnostic_value(model, w))
 
     if stop == "planned" and t < plan.iterations:
         stop = "max_iter"
@@ -511,7 +511,7 @@ def _descend(model, epsilon, delta, rng, hyper: LineSearchHyper, *, method: str,
         "secure_noise": secure,
     }
     trajectory = np.array(stats.trajectory) if hyper.trajectory else None
-    return DPResult.from_ledger(ledger, x=w, fun=model.value(w), method=method, nit=t,
+    return DPResult.from_ledger(ledger, x=w, fun=diagnostic_value(model, w), method=method, nit=t,
                                 trajectory=trajectory, info=info, guarantee="exact",
                                 notes=_NOTES + (_SECURE_NOTE if secure else "") + " " + normalizer_note(normalizer))
 

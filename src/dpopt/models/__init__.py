@@ -8,7 +8,7 @@ and draws no noise.
 
 from .base import PrivateModel, check_model, start_point
 from .linear import LinearModel
-from .reference import ErmSolution, accuracy, predict, solve_erm
+from .reference import ErmSolution, accuracy, diagnostic_value, predict, solve_erm
 
 __all__ = [
     "PrivateModel",
@@ -19,4 +19,5 @@ __all__ = [
     "solve_erm",
     "predict",
     "accuracy",
+    "diagnostic_value",
 ]

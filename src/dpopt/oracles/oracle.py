@@ -60,6 +60,13 @@ __all__ = ["PrivateOracle", "gaussian_sigma", "release_events", "step_event", "E
 #: quantities only; the event and the output distribution are the same either way.
 EAGER_ENTRIES = 4096
 
+#: Floating-point warnings switched off in the data passes of every release.  A finite record so
+#: large that x·w overflows (possible without a declared data bound) makes inf or NaN terms, which
+#: the model clips into their range (NaN to the range's end), so the release is bounded as charged;
+#: a RuntimeWarning on the neighbour holding that record only (an exception under
+#: ``warnings.simplefilter("error")``, after part of the budget was spent) would depend on it.
+QUIET = {"over": "ignore", "invalid": "ignore", "divide": "ignore"}
+
 
 def gaussian_sigma(rho: float, clip: float) -> float:
     """σ of chen2020 Algorithm 2, line 6: variance C²/(2ρ), i.e. (α, αρ)-RDP (Lemma 1)."""
@@ -249,7 +256,8 @@ class PrivateOracle:
 
     def _noisy_sum(self, w: np.ndarray, event: ev.Event, mean: bool) -> np.ndarray:
         """:meth:`noisy_sum` of a checked ``w``."""
-        total, _ = self.model._clipped_grad_sum(w, self.batch(w), self.c_grad)
+        with np.errstate(**QUIET):
+            total, _ = self.model._clipped_grad_sum(w, self.batch(w), self.c_grad)
         value = total / self.weight if mean else total
         return mech.release(value, event, ledger=self.ledger, rng=self.rng, sampler=self.sampler,
                             secure_noise=self.secure_noise)
@@ -296,14 +304,15 @@ class PrivateOracle:
         Returns the index of the chosen step (−1: none); see
         :func:`~dpopt.oracles.line_search.above_threshold_search`.
         """
-        ray = self._ray(w, g, self.batch(w))
-        event = None if math.isinf(budget) else self._event("line_search", budget)[0]
-        # A lazy oracle asks one candidate per pass unless a few per pass are cheaper than the
-        # per-pass round trips (public q·N and k only; same event, same output distribution).
-        lazy = self.lazy and self.weight * steps.shape[-1] > EAGER_ENTRIES
-        index = above_threshold_search(ray, steps, alpha=alpha, budget=budget, noise=self.noise,
-                                       ledger=self.ledger, rng=self.rng, sampler=self.sampler,
-                                       lazy=lazy, event=event, secure_noise=self.secure_noise)
+        with np.errstate(**QUIET):  # (the ray's data passes run inside the search)
+            ray = self._ray(w, g, self.batch(w))
+            event = None if math.isinf(budget) else self._event("line_search", budget)[0]
+            # A lazy oracle asks one candidate per pass unless a few per pass are cheaper than the
+            # per-pass round trips (public q·N and k only; same event, same output distribution).
+            lazy = self.lazy and self.weight * steps.shape[-1] > EAGER_ENTRIES
+            index = above_threshold_search(ray, steps, alpha=alpha, budget=budget, noise=self.noise,
+                                           ledger=self.ledger, rng=self.rng, sampler=self.sampler,
+                                           lazy=lazy, event=event, secure_noise=self.secure_noise)
         if np.ndim(index) == 0:  # one search: Python arithmetic
             index = int(index)
             self.queries += index + 1 if index >= 0 else steps.shape[-1]
@@ -318,7 +327,8 @@ class PrivateOracle:
         Lee & Kifer 2018's NoisyMin through the exponential mechanism (the exact one with
         ``secure_noise``: same ε, scores rounded to a grid).
         """
-        scores = self._ray(w, direction, self.batch(w)).at(steps)
+        with np.errstate(**QUIET):
+            scores = self._ray(w, direction, self.batch(w)).at(steps)
         return int(mech.exponential(-scores, epsilon=epsilon, sensitivity=self.c_obj, ledger=self.ledger,
                                     rng=self.rng, sampler=self.sampler, secure_noise=self.secure_noise))
 

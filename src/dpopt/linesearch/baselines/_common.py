@@ -5,10 +5,11 @@
 * :func:`check_budget`, :func:`check_private_model`, :func:`check_margin_model`.
 * :func:`unit_ball_model` — the model on rows projected onto ``‖x‖₂ ≤ R``
   (DESIGN.md invariant 5: the perturbation baselines' sensitivities assume
-  the bound, so it is enforced, not trusted).
-* :func:`solve_erm`, :func:`start_point` — re-exported from :mod:`dpopt.models`
-  (the non-private ERM solver and the public starting point are shared by
-  every family).
+  the bound, so it is enforced, not trusted), and :func:`smoothness_bound`, the
+  public smoothness of its objective.
+* :func:`solve_erm`, :func:`start_point`, :func:`diagnostic_value` — re-exported
+  from :mod:`dpopt.models` (the non-private ERM solver, the public starting point
+  and the non-private ``fun`` of a result are shared by every family).
 
 This module draws no randomness.
 """
@@ -19,7 +20,7 @@ import math
 from dataclasses import dataclass, fields
 
 from ..._validation import check_delta, check_positive
-from ...models import ErmSolution, LinearModel, PrivateModel, check_model, solve_erm, start_point
+from ...models import ErmSolution, LinearModel, PrivateModel, check_model, diagnostic_value, solve_erm, start_point
 from ...objectives import MarginLoss, project_rows
 
 __all__ = [
@@ -29,8 +30,10 @@ __all__ = [
     "check_margin_model",
     "start_point",
     "unit_ball_model",
+    "smoothness_bound",
     "ErmSolution",
     "solve_erm",
+    "diagnostic_value",
 ]
 
 
@@ -80,6 +83,13 @@ def check_margin_model(model, method: str, *, smooth: bool = False, logistic: bo
     if model.l2 <= 0.0:
         raise ValueError(f"{method} needs a strongly convex objective: the model's l2 must be > 0")
     return model
+
+
+def smoothness_bound(model: LinearModel, data_norm: float) -> float | None:
+    """L = sup ℓ''·R² + μ, the public smoothness of F on rows projected onto ‖x‖₂ ≤ R (None for a
+    loss without a finite curvature bound): lets :func:`solve_erm` finish where L-BFGS stops short."""
+    curvature = float(model.loss.curvature_bound)
+    return curvature * check_positive("data_norm", data_norm) ** 2 + model.l2 if math.isfinite(curvature) else None
 
 
 def unit_ball_model(model: LinearModel, data_norm: float) -> tuple[LinearModel, int]:

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._validation import as_generator, check_choice, check_int, check_positive
-from ...models import check_model, start_point
+from ...models import check_model, diagnostic_value, start_point
 from ...oracles import QUERIES, PrivateOracle, normalizer_note, public_normalizer, run_ledger
 from ...privacy import events as ev
 from ...privacy.zcdp import rho_from_epsilon_delta
@@ -222,7 +222,7 @@ def dp_agd(model, *, epsilon: float | None = None, delta: float | None = None, r
             direction = _direction(oracle, noisy, w)
         t += 1
         if h.trajectory:
-            trajectory.append(model.value(w))
+            trajectory.append(diagnostic_value(model, w))
         if stop == "budget":
             break
         if t % h.reset_every == 0 and recent:
@@ -244,7 +244,7 @@ def dp_agd(model, *, epsilon: float | None = None, delta: float | None = None, r
         "normalizer": normalizer.describe(),
     }
     return DPResult.from_ledger(
-        ledger, x=w, fun=model.value(w), method="dp-agd", nit=t,
+        ledger, x=w, fun=diagnostic_value(model, w), method="dp-agd", nit=t,
         trajectory=np.array(trajectory) if h.trajectory else None, info=info, guarantee="exact",
         notes="zCDP (Bun & Steinke 2016) with epsilon = rho + 2 sqrt(rho log(1/delta)); NoisyMin is "
               "the exponential mechanism (eps^2/2-zCDP); budgets adapt to released values only. "

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._validation import as_generator, check_int, check_positive, check_rate
-from ...models import check_model, start_point
+from ...models import check_model, diagnostic_value, start_point
 from ...objectives import MarginLoss
 from ...oracles import PrivateOracle, normalizer_note, public_normalizer, run_ledger, smallest_affordable_scale
 from ...privacy import events as ev
@@ -199,11 +199,11 @@ def dp_sgd(model, *, epsilon: float | None = None, delta: float | None = None, r
     for _ in range(h.steps):
         w = w - lr * oracle.gaussian_gradient(w, sigma)
         if h.trajectory:
-            trajectory.append(model.value(w))
+            trajectory.append(diagnostic_value(model, w))
     info = {"sigma": sigma, "noise_multiplier": sigma / c_grad, "steps": h.steps, "lr": lr,
             "c_grad": c_grad, **oracle.describe()}
     return DPResult.from_ledger(
-        ledger, x=w, fun=model.value(w), method="dp-sgd", nit=h.steps,
+        ledger, x=w, fun=diagnostic_value(model, w), method="dp-sgd", nit=h.steps,
         trajectory=np.array(trajectory) if h.trajectory else None, info=info, guarantee="exact",
         notes=_ACCOUNTING[acc.notion] + normalizer_note(normalizer),
     )

@@ -40,7 +40,7 @@ from ..._validation import as_generator, check_int, check_positive
 from ...oracles import run_ledger
 from ...privacy import events as ev
 from ...result import DPResult
-from ._common import Hyper, check_budget, check_margin_model, unit_ball_model
+from ._common import Hyper, check_budget, check_margin_model, diagnostic_value, unit_ball_model
 
 __all__ = ["DiffprivlibHyper", "diffprivlib_lr", "diffprivlib_available"]
 
@@ -161,7 +161,7 @@ def diffprivlib_lr(model, *, epsilon: float | None = None, delta: float = 0.0, r
             entry = "_logistic_regression_path"  # constructor incompatible with this scikit-learn
             w = _fit_path(module, projected.X, projected.y, epsilon, C, h, seed)
     return DPResult.from_ledger(
-        ledger, x=w, fun=model.value(w), method="diffprivlib", nit=0,
+        ledger, x=w, fun=diagnostic_value(model, w), method="diffprivlib", nit=0,
         info={"entry_point": entry, "C": C, "rows_projected": moved, "data_norm": h.data_norm},
         guarantee="approximate",
         notes="epsilon-DP as claimed by diffprivlib (objective perturbation, replace-one); its noise "
