@@ -102,3 +102,35 @@ def test_outpert_solver_certifies_on_both_neighbours(noise):
                                      noise=noise) for m in _outpert_neighbours()]
     assert all(r.info["grad_norm"] <= 1e-7 for r in results)
     assert results[0].privacy_record()["events"] == results[1].privacy_record()["events"]
+
+
+def test_the_oracles_own_sensitivities_are_add_remove_only():
+    """PrivateOracle's own releases (noisy gradients: C_grad; the line search's Armijo queries and
+    NoisyMax's scores: C_obj) have add/remove-one sensitivities.  Under replace-one the clipped
+    gradient sums of neighbours differ by 2·C_grad (one record's +C e₁ replaced by −C e₁) and an
+    Armijo query by 2·C_obj; a replace-one ledger was charged C_grad and C_obj all the same.  Such a
+    ledger is refused before anything is drawn; releases with the caller's own event stay open to it."""
+    from dpopt.oracles import PrivateOracle
+    from dpopt.privacy import FixedSizeSampler, Ledger
+    from dpopt.privacy import events as ev
+
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, -1.0], [-1.0, 0.0]])
+    neighbours = [LinearModel("logistic", X, np.array(labels), l2=1e-3)
+                  for labels in ([-1.0, 1.0, 1.0, -1.0], [1.0, 1.0, 1.0, -1.0])]  # record 0 replaced
+    w = np.zeros(2)  # ∇f_0 = ∓x_0/2 on the two neighbours: ‖·‖ = C = 1/2, opposite signs
+    sums = [m.per_example_clipped_grad_sum(w, None, 0.5)[0] for m in neighbours]
+    assert np.linalg.norm(sums[0] - sums[1]) > 0.99  # the replace-one sensitivity is 2·C_grad = 1
+    for sampler in (None, FixedSizeSampler(2, 4)):
+        ledger = Ledger(5.0, 1e-6, "rdp", relation="replace_one")
+        oracle = PrivateOracle(neighbours[0], ledger=ledger, rng=np.random.default_rng(0), normalizer=4,
+                               sampler=sampler, c_grad=0.5)
+        for name, args, options in (("noisy_gradient", (w, 0.1), {}), ("gaussian_gradient", (w, 1.0), {}),
+                                    ("laplace_gradient", (w, 1.0), {}),
+                                    ("line_search", (w, np.ones(2), np.array([1.0, 0.5])),
+                                     {"alpha": 0.5, "budget": 0.5}),
+                                    ("select_step", (w, np.ones(2), np.array([0.0, 1.0])), {"epsilon": 0.5})):
+            with pytest.raises(ValueError, match="add_remove"):
+                getattr(oracle, name)(*args, **options)
+        assert ledger.events == []
+        oracle.noisy_sum(w, ev.Gaussian(20.0, 1.0))  # the caller's own (replace-one) event
+        assert len(ledger.events) == 1

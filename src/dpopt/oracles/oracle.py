@@ -115,7 +115,8 @@ class PrivateOracle:
     model:
         A :class:`~dpopt.models.PrivateModel`.
     ledger:
-        The run's :class:`~dpopt.privacy.Ledger` (add/remove-one relation).
+        The run's :class:`~dpopt.privacy.Ledger`: add/remove-one for the oracle's own releases
+        (another relation only with the caller's own events, :meth:`noisy_sum`, :meth:`gradient`).
     rng:
         ``numpy.random.Generator`` for sampling and noise.
     normalizer:
@@ -189,10 +190,25 @@ class PrivateOracle:
         key = (kind, budget, self.c_grad if kind == "gradient" else self.c_obj)
         pair = self._events.get(key)
         if pair is None:
+            self._check_add_remove()
             inner, charged = release_events(kind, budget, key[2], noise=self.noise, dim=self.model.dim,
                                             secure_noise=self.secure_noise)
             pair = self._events[key] = (inner, self.wrap(charged))
         return pair
+
+    def _check_add_remove(self) -> None:
+        """The oracle's own events are add/remove-one: ``ValueError`` for a ledger of another relation.
+
+        A clipped gradient sum moves by C_grad when one record is added or removed, by 2·C_grad
+        when one is replaced; an Armijo query f(w) − f(w − ηg) − … (a difference of two clipped
+        sums) by C_obj, or 2·C_obj.  Releases with the caller's own event (:meth:`noisy_sum`,
+        :meth:`gradient`) are open to any relation: their event states its sensitivity.
+        """
+        if self.ledger.relation != "add_remove":
+            raise ValueError(
+                "ledger.relation must be 'add_remove' for the oracle's own releases (sensitivities C_grad, "
+                f"C_obj); got {str(self.ledger.relation)!r}: pass the event of that relation to noisy_sum"
+            )
 
     def gradient_event(self, rho: float) -> ev.Event:
         """The event one Gaussian gradient with budget ρ charges (amplified when q < 1)."""
@@ -277,6 +293,7 @@ class PrivateOracle:
 
     def gaussian_gradient(self, w, sigma: float) -> np.ndarray:
         """g̃ = (Σ_B clip(∇f_i, C) + N(0, σ²I))/(q·N) + ∇r(w) (chen2020 Alg. 2, lines 4–6)."""
+        self._check_add_remove()
         return self.gradient(w, ev.Gaussian(check_positive("sigma", sigma), self.c_grad))
 
     def noisy_gradient(self, w, rho: float) -> np.ndarray:
@@ -285,6 +302,7 @@ class PrivateOracle:
 
     def laplace_gradient(self, w, scale: float) -> np.ndarray:
         """(Σ_B clip(∇f_i, C) + Laplace(scale)ᵈ)/(q·N) + ∇r(w): ε = √d·C/scale (‖v‖₁ ≤ √d‖v‖₂)."""
+        self._check_add_remove()
         sensitivity = math.sqrt(self.model.dim) * self.c_grad
         return self.gradient(w, ev.Laplace(check_positive("scale", scale), sensitivity))
 
@@ -327,6 +345,7 @@ class PrivateOracle:
         Lee & Kifer 2018's NoisyMin through the exponential mechanism (the exact one with
         ``secure_noise``: same ε, scores rounded to a grid).
         """
+        self._check_add_remove()
         with np.errstate(**QUIET):
             scores = self._ray(w, direction, self.batch(w)).at(steps)
         return int(mech.exponential(-scores, epsilon=epsilon, sensitivity=self.c_obj, ledger=self.ledger,
