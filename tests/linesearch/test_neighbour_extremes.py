@@ -134,3 +134,30 @@ def test_the_oracles_own_sensitivities_are_add_remove_only():
         assert ledger.events == []
         oracle.noisy_sum(w, ev.Gaussian(20.0, 1.0))  # the caller's own (replace-one) event
         assert len(ledger.events) == 1
+
+
+def test_a_ray_weighted_by_the_datas_own_count_gets_no_private_search():
+    """``Ray.of_model`` without ``weight`` weights the Armijo slope and the regularizer by the data's
+    own n, which one record changes under add/remove: adding a zero record (its clipped loss is the
+    same at every point) moved every Armijo query by α·η·‖g‖² + r-terms, here ~50 ≫ Δ_q = C_obj = 1,
+    yet ``noisy_btls`` charged Δ_q for it.  The private search now refuses such a ray, nothing charged;
+    the non-private one (infinite budget) keeps it."""
+    import math
+
+    from dpopt.oracles import Ray, armijo_queries, noisy_btls
+    from dpopt.privacy import Ledger
+
+    D, D_plus = _neighbours(np.zeros(3), n=20)
+    w, g, steps = np.zeros(3), np.array([10.0, 0.0, 0.0]), np.array([1.0, 0.5, 0.25])
+    q = [armijo_queries(Ray.of_model(LinearModel("logistic", m.X, m.y, l2=1e-3), w, g, cap=1.0), steps, 0.5)
+         for m in (D, D_plus)]
+    assert np.min(np.abs(q[1] - q[0])) > 10.0  # far beyond the sensitivity C_obj = 1
+    ray = Ray.of_model(D, w, g, cap=1.0)
+    ledger = Ledger(1.0)
+    with pytest.raises(ValueError, match="own record count"):
+        noisy_btls(ray, eta0=1.0, budget=0.5, ledger=ledger, rng=np.random.default_rng(0))
+    assert ledger.events == []
+    assert noisy_btls(ray, eta0=1.0, budget=math.inf, max_it=3) >= 0.0
+    public = Ray.of_model(D, w, g, cap=1.0, weight=20.0)  # the public count: a private search
+    noisy_btls(public, eta0=1.0, budget=0.5, ledger=ledger, rng=np.random.default_rng(0))
+    assert len(ledger.events) == 1

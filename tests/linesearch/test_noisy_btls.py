@@ -64,8 +64,10 @@ def test_without_noise_it_is_the_classic_armijo_step(loss):
         assert got == pytest.approx(want, rel=1e-12)
         accepted += want > 0
         failed += want == 0
-        # a negligible amount of noise, charged through the mechanism, changes nothing
+        # a negligible amount of noise, charged through the mechanism, changes nothing (a private
+        # search needs the count declared: the data's own n is private under add/remove)
         ledger = Ledger(1e13)
+        ray = Ray.of_model(model, w, g, cap=1e6, weight=float(model.n))
         noisy = noisy_btls(ray, eta0=eta0, budget=1e12, ledger=ledger, rng=rng, alpha=alpha,
                            beta=beta, max_it=max_it)
         assert noisy == pytest.approx(want, rel=1e-12)
@@ -215,7 +217,7 @@ def test_candidate_steps_and_intelligent_backtracking():
 
 def test_bad_inputs_name_the_parameter():
     model, rng = problem(0, n=20)
-    ray = Ray.of_model(model, np.zeros(3), np.ones(3), cap=1.0)
+    ray = Ray.of_model(model, np.zeros(3), np.ones(3), cap=1.0, weight=20.0)
     ledger = Ledger(1.0)
     kwargs = {"eta0": 1.0, "budget": 0.5, "ledger": ledger, "rng": rng}
     for name, value in [("alpha", 1.0), ("beta", 0.0), ("max_it", 0), ("budget", -1.0),

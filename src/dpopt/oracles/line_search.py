@@ -105,6 +105,9 @@ class Ray:
     #: + c₀ + c₁η + c₂η² with ``coefs = (c₀, c₁, c₂)`` the public regularizer (None without one),
     #: so a search computes the public part of all its candidates at once; None for a ray from any ``fn``.
     _parts = None
+    #: Whether the ray's weight is the data's own record count (:meth:`of_model` without ``weight``):
+    #: then only the non-private search (an infinite budget) may use it.
+    own_count = False
 
     def __init__(self, fn: Callable[[np.ndarray], np.ndarray], origin, slope, sensitivity: float):
         if not callable(fn):
@@ -164,7 +167,8 @@ class Ray:
         objective; the Armijo and regularizer terms are public given the
         released g, so they add no sensitivity.  ``weight=None`` (full data
         only) is the model's record count: for non-private references; the
-        private oracles always pass their public weight.
+        private oracles always pass their public weight (a private search
+        refuses a ray without one: :attr:`own_count`).
         """
         check_model(model)
         check_choice("query", query, QUERIES)
@@ -177,7 +181,9 @@ class Ray:
                     "weight is required with indices: pass the expected minibatch size q·N "
                     "(the realized size is data-dependent under Poisson sampling)"
                 )
-            weight = model.n
+            ray = cls._along(model, w, g, cap, indices, check_positive("weight", model.n), query)
+            ray.own_count = True  # n differs between add/remove neighbours: not for a private search
+            return ray
         return cls._along(model, w, g, cap, indices, check_positive("weight", weight), query)
 
     @classmethod
@@ -258,6 +264,12 @@ def above_threshold_search(ray: Ray, steps: np.ndarray, *, alpha: float, budget:
     (:func:`dpopt.privacy.mechanisms.above_threshold`).
     """
     _check_steps(steps, ray.batch_shape)  # before anything is charged or computed
+    if ray.own_count and not math.isinf(budget):
+        # weight·‖g‖² and weight·r move by ‖g‖² and r when n does: not covered by Δ_q
+        raise ValueError(
+            "the ray is weighted by the data's own record count (Ray.of_model without weight), which "
+            "differs between add/remove neighbours: pass the public weight q*N for a private search"
+        )
     if math.isinf(budget):
         above = _queries(ray, steps, alpha) >= 0.0
         return np.where(above.any(axis=-1), np.argmax(above, axis=-1), -1)
