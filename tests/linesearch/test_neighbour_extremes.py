@@ -161,3 +161,24 @@ def test_a_ray_weighted_by_the_datas_own_count_gets_no_private_search():
     public = Ray.of_model(D, w, g, cap=1.0, weight=20.0)  # the public count: a private search
     noisy_btls(public, eta0=1.0, budget=0.5, ledger=ledger, rng=np.random.default_rng(0))
     assert len(ledger.events) == 1
+
+
+def test_outpert_refuses_the_hinge_loss_on_both_neighbours_alike():
+    """With the (non-smooth) hinge loss L-BFGS certified ‖∇J‖ ≤ tol on one of these replace-one
+    neighbours (10 records in the unit ball, Λ = 0.3) and not on the other, so OUTPERT released x on
+    one and raised on the other.  It now needs a smooth loss: the same refusal on both, before any
+    data pass."""
+    gen = np.random.default_rng(1)
+    X = gen.normal(size=(10, 3))
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
+    y = np.where(X[:, 0] + 0.3 * gen.normal(size=10) > 0, 1.0, -1.0)
+    for _ in range(3):
+        v = gen.normal(size=3)
+    X2 = X.copy()
+    X2[0] = v / np.linalg.norm(v)
+    messages = []
+    for data in (X, X2):
+        with pytest.raises(ValueError, match="smooth") as info:
+            B.output_perturbation(LinearModel("hinge", data, y, l2=0.3), epsilon=1.0, rng=0)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]

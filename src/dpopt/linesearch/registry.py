@@ -73,7 +73,7 @@ SPECS: dict[str, MethodSpec] = {
                    "Lee & Kifer 2018: NoisyMin step sizes, adaptive budget (zCDP)"),
         MethodSpec("objpert", _BASELINES, "objective_perturbation", "perturbation", ("linear", "smooth"),
                    "Chaudhuri et al. 2011 Algorithm 2: objective perturbation (pure DP)"),
-        MethodSpec("outpert", _BASELINES, "output_perturbation", "perturbation", ("linear",),
+        MethodSpec("outpert", _BASELINES, "output_perturbation", "perturbation", ("linear", "smooth"),
                    "Chaudhuri et al. 2011 Algorithm 1: output perturbation"),
         MethodSpec("diffprivlib", _BASELINES, "diffprivlib_lr", "external",
                    ("linear", "logistic", "diffprivlib"),

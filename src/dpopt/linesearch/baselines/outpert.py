@@ -11,7 +11,9 @@ tol = 1e-7 it adds 0.4 % for n = 44,000, Λ = 0.001).  Where L-BFGS stops short 
 did on one of two neighbouring data sets at Λ = 1e-6), the solver goes on by accelerated gradient
 with the public smoothness bound of a smooth loss, which reaches ``tol`` on every data set, so
 whether a release happens does not depend on the data; if ``tol`` still cannot be certified
-(a non-smooth loss, a ``tol`` below floating-point precision) nothing is released (``RuntimeError``).
+(a ``tol`` below floating-point precision) nothing is released (``RuntimeError``).  Non-smooth
+losses are refused before anything is computed: with the hinge loss L-BFGS certified ``tol`` on
+some data sets and not on a replace-one neighbour.
 
 Noise, through :mod:`dpopt.privacy.mechanisms`:
 
@@ -95,8 +97,9 @@ def output_perturbation(model, *, epsilon: float | None = None, delta: float = 0
                         ledger=None, accountant=None, secure_noise: bool = False, **hyper) -> DPResult:
     """OUTPERT: the regularized ERM minimizer plus noise scaled to its sensitivity (Chaudhuri et al. 2011).
 
-    ``model`` is a :class:`~dpopt.linesearch.model.LinearModel` with a margin
-    loss (|ℓ'| ≤ 1) and ``l2`` = Λ > 0.  Replace-one relation.  Laplace
+    ``model`` is a :class:`~dpopt.linesearch.model.LinearModel` with a smooth
+    margin loss (|ℓ'| ≤ 1, bounded ℓ'': logistic, Huberized hinge; the solver's certificate
+    is then reached on every data set) and ``l2`` = Λ > 0.  Replace-one relation.  Laplace
     noise gives ε-DP (δ unused); Gaussian noise needs δ > 0.  Hyper-parameters:
     the fields of :class:`OutPertHyper`; ``info`` holds Δ₂, the noise scale and
     the solver's certificate.  Spent from ``ledger`` when given (replace-one;
@@ -109,7 +112,8 @@ def output_perturbation(model, *, epsilon: float | None = None, delta: float = 0
     (:func:`dpopt.privacy.mechanisms.gaussian`; not for ``noise="laplace"``,
     whose vector Laplace has no floating-point-safe sampler here).
     """
-    model = check_margin_model(model, "outpert")
+    # smooth: a hinge-loss J has kinks where L-BFGS stalls on some data sets and not on their neighbours
+    model = check_margin_model(model, "outpert", smooth=True)
     h = OutPertHyper.from_kwargs(**hyper)
     if ledger is not None and epsilon is None:
         epsilon, delta = ledger.epsilon, ledger.delta
