@@ -79,18 +79,24 @@ def test_objpert_notes_hold_no_solver_output():
     assert records[0]["events"] == records[1]["events"]
 
 
-def _outpert_neighbours():
-    """Replace-one neighbours (10 records in the unit ball, Huberized hinge, Λ = 1e-6) on one of which
-    L-BFGS stops short of the certificate ‖∇J‖ ≤ 1e-7 (found by search; both are ordinary data)."""
-    gen = np.random.default_rng(12)
+def _replaced_pair(seed: int, draws: int):
+    """Ten records in the unit ball, ``(X, y)``, and the replace-one neighbour ``(X2, y)`` whose record 0
+    is the ``draws``-th random unit vector after them (as the search that found the pair drew them)."""
+    gen = np.random.default_rng(seed)
     X = gen.normal(size=(10, 3))
     X /= np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
     y = np.where(X[:, 0] + 0.3 * gen.normal(size=10) > 0, 1.0, -1.0)
-    for k in range(7):
+    for _ in range(draws):
         v = gen.normal(size=3)
-        X2, y2 = X.copy(), y.copy()
-        X2[0], y2[0] = v / np.linalg.norm(v), (-y[0] if k % 2 else y[0])
-    return [LinearModel("huberized_hinge", a, b, l2=1e-6) for a, b in ((X, y), (X2, y2))]
+    X2 = X.copy()
+    X2[0] = v / np.linalg.norm(v)
+    return (X, y), (X2, y)
+
+
+def _outpert_neighbours():
+    """Replace-one neighbours (10 records in the unit ball, Huberized hinge, Λ = 1e-6) on one of which
+    L-BFGS stops short of the certificate ‖∇J‖ ≤ 1e-7 (found by search; both are ordinary data)."""
+    return [LinearModel("huberized_hinge", a, b, l2=1e-6) for a, b in _replaced_pair(12, 7)]
 
 
 @pytest.mark.parametrize("noise", ["laplace", "gaussian"])
@@ -168,16 +174,8 @@ def test_outpert_refuses_the_hinge_loss_on_both_neighbours_alike():
     neighbours (10 records in the unit ball, Λ = 0.3) and not on the other, so OUTPERT released x on
     one and raised on the other.  It now needs a smooth loss: the same refusal on both, before any
     data pass."""
-    gen = np.random.default_rng(1)
-    X = gen.normal(size=(10, 3))
-    X /= np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
-    y = np.where(X[:, 0] + 0.3 * gen.normal(size=10) > 0, 1.0, -1.0)
-    for _ in range(3):
-        v = gen.normal(size=3)
-    X2 = X.copy()
-    X2[0] = v / np.linalg.norm(v)
     messages = []
-    for data in (X, X2):
+    for data, y in _replaced_pair(1, 3):
         with pytest.raises(ValueError, match="smooth") as info:
             B.output_perturbation(LinearModel("hinge", data, y, l2=0.3), epsilon=1.0, rng=0)
         messages.append(str(info.value))
