@@ -152,8 +152,8 @@ class DPResult:
 
     def __repr__(self) -> str:
         shape = getattr(self.x, "shape", None)
+        # what release() covers only: nit, like fun, can depend on the data (a solver's iterations)
         return (
             f"DPResult(method={self.method!r}, x.shape={shape}, epsilon={self.privacy.epsilon:.6g}, "
-            f"delta={self.privacy.delta:g}, notion={self.privacy.notion!r}, nit={self.nit}, "
-            f"guarantee={self.guarantee!r})"
+            f"delta={self.privacy.delta:g}, notion={self.privacy.notion!r}, guarantee={self.guarantee!r})"
         )

@@ -305,6 +305,7 @@ def test_result_release_holds_only_the_solution_and_its_record():
     assert set(released) == {"x", "privacy"} and not _keys(released["privacy"]) & {"fun", "info", "trajectory"}
     assert set(result.diagnostics) == {"fun", "trajectory", "info", "nit"}
     assert "rows_projected" in result.diagnostics["info"] and isinstance(result.diagnostics, Diagnostics)
+    assert "nit" not in repr(result) and "fun" not in repr(result)  # objpert's nit: the solver's iterations
 
 
 # -- a statistical audit of the released coefficients at n = 4 --------------------------------------
