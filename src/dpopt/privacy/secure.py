@@ -401,5 +401,6 @@ def snap_to_grid(value: np.ndarray, grid: float) -> np.ndarray:
     with noise of at most 2⁴⁶ grid steps (``mechanisms.SECURE_MAX_SCALE``) the noisy integer
     stays below 2⁵³, exact in a double.
     """
-    scaled = np.asarray(value, dtype=float) / grid  # exact: g is a power of two
+    with np.errstate(over="ignore"):  # a huge value overflows to ±inf, clamped below; no warning on its neighbour only
+        scaled = np.asarray(value, dtype=float) / grid  # exact: g is a power of two
     return np.rint(np.clip(scaled, -SNAP_LIMIT, SNAP_LIMIT))
