@@ -184,6 +184,16 @@ def test_undeclared_record_count_is_released_with_noise_and_composed_into_the_bu
     assert isinstance(fixed.events[0], ev.Gaussian) and len(fixed.events) == 3
 
 
+def test_a_ledger_of_another_relation_is_refused_before_the_noisy_count():
+    """The count is charged before the first iteration; a replace-one ledger (Poisson amplification and the
+    oracle's sensitivities are add/remove-one) was refused at that iteration, after the count was spent."""
+    ledger = Ledger(5.0, 1e-5, "rdp", relation="replace_one")
+    with pytest.raises(ValueError, match="^ledger.relation must be 'add_remove' for neural training") as info:
+        train(_net(), _data(), method="dp-sgd", epsilon=5.0, delta=1e-5, steps=2, batch_rate=0.1, seed=0,
+              ledger=ledger)
+    assert "\n" not in str(info.value) and ledger.events == []
+
+
 @pytest.mark.parametrize("kind", ["mlp", "cnn", "frozen-first", "not-sequential"])
 def test_decrease_along_matches_plain_forward_passes(kind):
     torch.manual_seed(0)

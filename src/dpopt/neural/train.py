@@ -12,6 +12,7 @@ from ..oracles import count_event, normalizer_note, public_normalizer
 from ..privacy import Ledger
 from ..privacy import events as ev
 from ..privacy.calibration import calibrate_run, run_accountant
+from ..privacy.mechanisms import check_ledger
 from ..privacy.rdp import DENSE_ORDERS
 from ..progress import Progress
 from ..result import DPResult
@@ -127,8 +128,8 @@ def train(model, data, *, method: str = "dp-sgd", epsilon: float, delta: float, 
     if not isinstance(steps, int | np.integer) or steps < 1:
         raise ValueError(f"steps must be an integer >= 1, got {steps!r}")
     params = NeuralHyper(lr=lr, **hyper)
-    if ledger is not None and not isinstance(ledger, Ledger):
-        raise TypeError(f"ledger must be a dpopt.privacy.Ledger, got {type(ledger).__name__}")
+    if ledger is not None:  # before anything is charged (the noisy count comes first, then the oracle's releases)
+        check_ledger(ledger, "add_remove", why=" for neural training (Poisson sampling, add/remove sensitivities)")
     orders = ledger.remaining_rdp()[0] if ledger is not None and ledger.notion == "rdp" else DENSE_ORDERS
     acc = run_accountant(accountant, ledger, orders=orders)
     if ledger is None:
