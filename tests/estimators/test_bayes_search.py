@@ -245,3 +245,20 @@ def test_the_space_may_not_tune_a_private_estimators_budget_or_noise(data, delta
     with pytest.raises(ValueError, match=f"^space must not tune the private estimator's {name}: "):
         search.fit(X, y)
     assert not book.events
+
+
+def test_a_pure_search_fits_its_default_ledger_and_a_short_ledger_is_refused_up_front(data):
+    """The default ledger was sized 0.1 + 4·0.1 = 0.5 in floats, below the exact sum of the five 0.1 charges
+    (four fits and the releases): the search spent everything, released, and then its refit was refused.
+    Sized by the exact sum rounded up it completes; a ledger of the float sum is refused before anything."""
+    X, y = data
+    estimator = DPLogisticRegression(epsilon=0.1, data_norm=1.0, classes=[0, 1], random_state=0)
+    search = DPBayesSearchCV(estimator, {"regularization": [1e-3, 1e-2, 1e-1]}, epsilon=0.1, n_iter=3, random_state=2)
+    search.fit(X, y)
+    assert search.best_estimator_.coef_.shape == (1, 5) and search.privacy_["epsilon"] == pytest.approx(0.5)
+    book = Ledger(0.1 + 4 * 0.1, relation="replace_one")
+    search = DPBayesSearchCV(estimator, {"regularization": [1e-3, 1e-2, 1e-1]}, epsilon=0.1, n_iter=3,
+                             random_state=2, ledger=book)
+    with pytest.raises(BudgetExceededError, match="^the search needs epsilon=0.5 "):
+        search.fit(X, y)
+    assert not book.events

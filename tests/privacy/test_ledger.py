@@ -84,6 +84,25 @@ def test_equal_split_spends_exactly_the_budget():
     assert ledger.spent().epsilon == pytest.approx(1.0, rel=1e-12) and ledger.spent().epsilon <= 1.0
 
 
+def test_budget_for_affords_every_part_exactly():
+    """0.1 + 4·0.1 rounds to 0.5, below the exact sum of five 0.1s: a Ledger(0.5) refuses the fifth;
+    budget_for rounds the exact sum up (one ulp here) and is the sum itself where that is a float."""
+    import math
+
+    from dpopt.privacy import budget_for
+
+    assert 0.1 + 4 * 0.1 == 0.5
+    short = Ledger(0.1 + 4 * 0.1)
+    with pytest.raises(BudgetExceededError):
+        for _ in range(5):
+            short.charge(ev.PureDP(0.1))
+    ledger = Ledger(budget_for(*[0.1] * 5))
+    for _ in range(5):
+        ledger.charge(ev.PureDP(0.1))
+    assert budget_for(*[0.1] * 5) == math.nextafter(0.5, 1.0) and budget_for(0.25, 0.5) == 0.75 == budget_for(0.75)
+    assert budget_for() == 0.0
+
+
 def test_log_replays_to_the_same_guarantee():
     ledger = Ledger(5.0, 1e-5, "rdp")
     step = ev.Subsampled(ev.Gaussian(1.1), 0.01)

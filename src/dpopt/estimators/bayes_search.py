@@ -56,7 +56,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._validation import as_generator, check_finite_array, check_int, check_positive
 from ..bayesopt import CandidateSet, optimize
-from ..privacy import BudgetExceededError, Ledger
+from ..privacy import BudgetExceededError, Ledger, budget_for
 from ..privacy import events as ev
 from .linear import PrivacyLeakWarning
 
@@ -258,11 +258,14 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
         fits = (len(candidates) if alg3 else n_iter) + (1 if self.refit else 0)
         book = self.ledger if self.ledger is not None else self._new_ledger(private, fits)
         # A pure ε-DP estimator's fits along the search are charged one PureDP(ε) each (_fit_one); on a
-        # pure ledger the whole search is refused up front when it cannot afford every fit and the releases
+        # pure ledger the whole search is refused up front when it cannot afford every fit and the releases (their
+        # exact sum rounded up, as the ledger adds them: a float sum rounded down passed here, then the refit was
+        # refused after the releases)
         pure_fit = float(self.estimator.get_params()["epsilon"]) if private and not _delta(self.estimator) else None
-        if pure_fit is not None and book.notion == "pure" and not book.can_afford(ev.PureDP(epsilon + fits * pure_fit)):
+        need = budget_for(epsilon, *[pure_fit] * fits) if pure_fit is not None else None
+        if need is not None and book.notion == "pure" and not book.can_afford(ev.PureDP(need)):
             raise BudgetExceededError(
-                f"the search needs epsilon={epsilon + fits * pure_fit:.6g} ({fits} fits at {pure_fit:g} and the "
+                f"the search needs epsilon={need:.6g} ({fits} fits at {pure_fit:g} and the "
                 f"releases' {epsilon:g}) but the ledger has {book.remaining().epsilon:.6g} left; nothing was spent"
             )
         if not private:
@@ -353,7 +356,7 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
         est_delta = _delta(self.estimator)
         if est_delta > 0:  # the (ε, δ) methods of the line-search family hold under add/remove
             return Ledger(epsilon + fits * est_eps, fits * est_delta, "rdp", relation="add_remove")
-        return Ledger(epsilon + fits * est_eps, relation="replace_one")
+        return Ledger(budget_for(epsilon, *[est_eps] * fits), relation="replace_one")  # every charge, exactly
 
     @staticmethod
     def _fit_one(model, X, y, book: Ledger, private: bool, summary: float | None = None):

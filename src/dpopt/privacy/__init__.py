@@ -8,7 +8,7 @@ Metropolis MCMC), which charges a :class:`Ledger` before it returns anything.
 
 from . import accountant, calibration, events, mcmc, mechanisms, pld, pure, rdp, sampling, snapping, zcdp
 from .accountant import Accountant, Relation, make_accountant, register_accountant
-from .ledger import RELATIONS, BudgetExceededError, Ledger, PrivacySpent, equal_share, remainder
+from .ledger import RELATIONS, BudgetExceededError, Ledger, PrivacySpent, budget_for, equal_share, remainder
 from .pld import PLDAccountant
 from .pure import PureDPAccountant
 from .rdp import DEFAULT_ORDERS, RDPAccountant
@@ -33,6 +33,7 @@ __all__ = [
     "snapping",
     "Ledger",
     "equal_share",
+    "budget_for",
     "remainder",
     "BudgetExceededError",
     "PrivacySpent",

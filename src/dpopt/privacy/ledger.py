@@ -38,7 +38,9 @@ from .accountant import Accountant, AccountantBase, Relation, make_accountant, r
 from .pure import PureDPAccountant
 from .rdp import RDPAccountant, rdp_budget_per_order, total_variation_room
 
-__all__ = ["Ledger", "BudgetExceededError", "PrivacySpent", "RELATIONS", "Relation", "equal_share", "remainder"]
+__all__ = [
+    "Ledger", "BudgetExceededError", "PrivacySpent", "RELATIONS", "Relation", "equal_share", "remainder", "budget_for",
+]
 
 #: Neighbouring relations with a fixed meaning; a ledger also accepts a free-text
 #: relation for a paper's own adjacency (e.g. "||b - b'||_inf <= b_max").
@@ -80,6 +82,20 @@ def equal_share(total: float, parts: int) -> float:
     while share > 0.0 and Fraction(share) * parts > Fraction(total):
         share = math.nextafter(share, 0.0)
     return share
+
+
+def budget_for(*parts: float) -> float:
+    """The smallest float b with Σ ``parts`` ≤ b in exact arithmetic: a budget that affords every part.
+
+    The parts' float sum rounded to nearest can fall a hair below their exact
+    sum, which an exact ledger of that budget then refuses at its last part;
+    the sum is rounded up instead.
+    """
+    need = sum((Fraction(check_nonnegative("part", x)) for x in parts), Fraction(0))
+    b = float(need)
+    while Fraction(b) < need:
+        b = math.nextafter(b, math.inf)
+    return b
 
 
 def remainder(total: float, *spent: float) -> float:
