@@ -523,8 +523,10 @@ def test_a_filter_child_of_a_plain_ledger_charges_its_guarantee_once():
     root.charge(ev.Gaussian(30.0))
     kid = root.child(1.0)
     kid.fix_filter_order(32.0)
-    bound = ev.RenyiBound(32.0, float(rdp_budget_per_order([32.0], 1.0, 1e-6)[0]))
-    assert root.events == [ev.Gaussian(30.0), bound]
+    formula = float(rdp_budget_per_order([32.0], 1.0, 1e-6)[0])
+    bound = root.events[1]  # B(α), or the few ulps above it that the child's own float test still accepts
+    assert root.events == [ev.Gaussian(30.0), bound] and bound.order == 32.0
+    assert formula <= bound.rdp <= formula * (1 + 1e-15)
     spent_before = root.spent()
     while kid.can_afford(ev.Gaussian(8.0)):
         kid.charge(ev.Gaussian(8.0))
@@ -559,6 +561,23 @@ def test_a_filter_child_never_spends_more_than_the_bound_its_parent_was_charged(
     assert len(kid.events) > 1
     assert spent.rdp[spent.order_index(4.2)] <= bound.rdp
     assert root.events == [bound] and tuple(kid.spent()) == (0.005, 0.1)
+
+
+@pytest.mark.parametrize(("epsilon", "delta", "order"), [(1.0742464217913363, 0.003210558562309243, 4.7),
+                                                       (1.1904133599836995, 0.00019736483347999515, 8.0),
+                                                       (0.005, 0.1, 4.2)])
+def test_a_filter_child_accepts_nothing_beyond_the_bound_its_parent_holds(epsilon, delta, order):
+    """B(α) is computed by formula, the filter's checks by its conversion in floats: these children
+    accepted RenyiBound(α, r) up to 5 (and 3) ulps above the B(α) their parent had been charged (54 of
+    207 random budgets); the parent is now charged the largest value the child's own test accepts."""
+    import math
+
+    root = Ledger(10.0, 0.2, "rdp")
+    kid = root.child(epsilon, delta)
+    kid.fix_filter_order(order)
+    (bound,) = root.events
+    assert kid.can_afford(ev.RenyiBound(order, bound.rdp))
+    assert not kid.can_afford(ev.RenyiBound(order, math.nextafter(bound.rdp, math.inf)))
 
 
 @pytest.mark.parametrize("order", [8.0, 32.0])

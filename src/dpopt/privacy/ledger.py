@@ -36,7 +36,7 @@ from . import events as ev
 from . import pld, zcdp  # noqa: F401  (register "pld" and "zcdp")
 from .accountant import Accountant, AccountantBase, Relation, make_accountant, required_relation
 from .pure import PureDPAccountant
-from .rdp import RDPAccountant, rdp_budget_per_order, total_variation_room
+from .rdp import RDPAccountant, rdp_budget_per_order
 
 __all__ = [
     "Ledger", "BudgetExceededError", "PrivacySpent", "RELATIONS", "Relation", "equal_share", "remainder", "budget_for",
@@ -222,10 +222,11 @@ class Ledger:
         up the chain.  Otherwise this ledger's whole run is charged to its
         parent now, once, as the filter's guarantee
         :class:`~dpopt.privacy.events.RenyiBound` (α, B(α)) — B(α) this
-        ledger's budget at α, or the larger RDP that the conversion's
-        total-variation shortcut still maps within the budget
-        (:func:`~dpopt.privacy.rdp.total_variation_room`: the most this filter
-        accepts) — and later charges stay here: an ancestor that
+        ledger's budget at α, or the larger RDP that the filter's own float
+        test still maps within the budget (a few ulps more, or up to the
+        total-variation shortcut's room:
+        :meth:`~dpopt.privacy.rdp.RDPAccountant.filter_room`, the most this
+        filter accepts) — and later charges stay here: an ancestor that
         accepts a charge at whichever of its orders fits must not see the
         adaptive events themselves (Feldman & Zrnic 2021, Thm 3.1 covers one
         fixed order).  Raises ``BudgetExceededError`` (changing nothing) if
@@ -246,8 +247,9 @@ class Ledger:
                 raise ValueError(
                     f"the budget epsilon={self.epsilon:g}, delta={self.delta:g} is empty at order {order:g}"
                 )
-            # the filter also accepts what the conversion's total-variation shortcut maps to ε = 0
-            bound = max(bound, total_variation_room(self.delta))
+            # all the filter accepts: what its own float test maps within (ε, δ) at α, a few ulps above the
+            # formula's B(α) or up to the total-variation shortcut's room (ε = 0), whichever is larger
+            bound = max(bound, self._accountant.filter_room(self.epsilon, self.delta, order))
             self._parent.charge(ev.RenyiBound(order, bound))
             self._detached = True
         self._accountant.focus(order)  # every check is at that order (same values)

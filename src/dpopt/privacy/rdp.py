@@ -1148,6 +1148,23 @@ class RDPAccountant(AccountantBase):
             cached = self._terms[key] = (budget, margin)
         return cached
 
+    def filter_room(self, epsilon: float, delta: float, order: float) -> float:
+        """The largest RDP value at ``order`` whose conversion there is within ε at δ, by the very
+        float test of :meth:`fits` (``order=``): all that a Rényi filter at that order accepts.
+
+        It is B(α) (:func:`rdp_budget_per_order`, computed by formula) give or take a few ulps, or
+        the larger :func:`total_variation_room`; a filter's parent is charged this much
+        (:meth:`~dpopt.privacy.Ledger.fix_filter_order`).
+        """
+        i = self.order_index(order)
+        budget, _ = self._headroom(epsilon, delta)
+        r = max(float(budget[i]), total_variation_room(delta))
+        while r > 0.0 and self._epsilon_of_entry(r, delta, i) > epsilon:
+            r = math.nextafter(r, 0.0)
+        while self._epsilon_of_entry(math.nextafter(r, math.inf), delta, i) <= epsilon:
+            r = math.nextafter(r, math.inf)
+        return r
+
     def fits(self, event: ev.Event, epsilon: float, delta: float, *, order: float | None = None) -> bool:
         """Whether ``epsilon_after(event, delta, order=order) <= epsilon``, mostly without converting.
 
