@@ -102,14 +102,12 @@ def _accelerate(fun, x, grad, grad_norm: float, *, smoothness: float, modulus: f
     μ > 0) from ``x``,
     stopped at the first point with ‖∇J‖₂ ≤ ``tol``, else the point of least ‖∇J‖₂ seen.
 
-    The iteration cap is what the scheme's rate J(x_k) − J* ≤ (1 − 1/√κ)^k (J(x₀) − J* + μ‖x₀ − x*‖²/2)
-    needs, from ‖∇J(x₀)‖ = g₀ (so J(x₀) − J* ≤ g₀²/(2μ) and ‖x₀ − x*‖ ≤ g₀/μ), for
-    ‖∇J(y_k)‖ ≤ L(‖x_k − x*‖ + ‖x_{k−1} − x*‖) ≤ ``tol``.
+    The iteration cap (:func:`_iteration_cap`) is what the scheme's rate guarantees.
     """
     kappa = max(smoothness / modulus, 1.0)
     root = math.sqrt(kappa)
     momentum = (root - 1.0) / (root + 1.0)
-    cap = 2 * math.ceil(root * math.log(max(2.0 * math.sqrt(2.0) * kappa * grad_norm / tol, 1.0))) + 2
+    cap = _iteration_cap(kappa, grad_norm, tol)
     best, best_norm = x, grad_norm
     previous, y, gy = x, x, grad
     for k in range(1, cap + 1):
@@ -123,6 +121,17 @@ def _accelerate(fun, x, grad, grad_norm: float, *, smoothness: float, modulus: f
         if norm <= tol:
             return y, k
     return best, cap
+
+
+def _iteration_cap(kappa: float, grad_norm: float, tol: float) -> int:
+    """Iterations after which :func:`_accelerate` has reached ‖∇J(y_k)‖₂ ≤ ``tol`` in exact arithmetic.
+
+    The scheme's rate J(x_k) − J* ≤ ρ^k (J(x₀) − J* + μ‖x₀ − x*‖²/2), ρ = 1 − 1/√κ, from
+    ‖∇J(x₀)‖ = g₀ (so J(x₀) − J* ≤ g₀²/(2μ) and ‖x₀ − x*‖ ≤ g₀/μ) gives ‖x_k − x*‖ ≤ √2 (g₀/μ) ρ^{k/2};
+    with y_k = (1 + β) x_k − β x_{k−1}, β < 1, ‖∇J(y_k)‖ ≤ L(2‖x_k − x*‖ + ‖x_{k−1} − x*‖)
+    ≤ 3√2 κ g₀ ρ^{(k−1)/2}, which is ≤ ``tol`` once (k − 1)/2 ≥ √κ ln(3√2 κ g₀/tol) (ln(1/ρ) ≥ 1/√κ).
+    """
+    return 2 * math.ceil(math.sqrt(kappa) * math.log(max(3.0 * math.sqrt(2.0) * kappa * grad_norm / tol, 1.0))) + 2
 
 
 def diagnostic_value(model: PrivateModel, w):
