@@ -339,12 +339,14 @@ class TableSchema:
                 if gap.any() and not (impute_missing or per_record):
                     row = int(rows[np.flatnonzero(gap)[0]])
                     raise ValueError(f"column {spec.name!r} has a missing value in row {row}")
-                mid = repr(0.5 * (spec.lower + spec.upper))
-                v = parse_numeric(spec.name, np.where(gap, mid, values), rows=rows)
+                # in halves, exact below the overflow threshold: a declared range such as -1e308 to 1e308
+                # has hi - lo = inf, and (v - lo)/(hi - lo) was NaN (with a RuntimeWarning) for a record near
+                # hi alone, so one in-range record made a run refuse; (lo + hi)/2 was inf for 1e308 to 1.5e308
+                lo, hi = 0.5 * spec.lower, 0.5 * spec.upper
+                v = parse_numeric(spec.name, np.where(gap, repr(lo + hi), values), rows=rows)
                 imputed |= gap
                 v = np.clip(v, spec.lower, spec.upper)
-                span = spec.upper - spec.lower
-                v = (v - spec.lower) / span if span > 0 else np.zeros_like(v)
+                v = (0.5 * v - lo) / (hi - lo) if hi > lo else np.zeros_like(v)
                 block = np.where(gap, 0.0, v)[:, None] if self.missing == "indicator" else v[:, None]
             else:
                 if self.missing == "category":
