@@ -127,10 +127,12 @@ class PrivacyLeakWarning(UserWarning):
 
 
 def _row_norms(X: np.ndarray) -> np.ndarray:
-    """‖x‖₂ of every row without overflow for entries up to the largest float (max|x|·‖x/max|x|‖)."""
+    """‖x‖₂ of every row without overflow for entries up to the largest float (max|x|·‖x/max|x|‖); a norm
+    beyond the float range is inf (above any bound) without a warning, which one record would raise alone."""
     peak = np.max(np.abs(X), axis=-1)
     safe = np.where(peak > 0, peak, 1.0)
-    return peak * np.linalg.norm(X / safe[..., None], axis=-1)
+    with np.errstate(over="ignore"):
+        return peak * np.linalg.norm(X / safe[..., None], axis=-1)
 
 
 def _row_bound_of_box(lower: np.ndarray, upper: np.ndarray) -> float:

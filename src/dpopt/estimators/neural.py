@@ -35,7 +35,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import as_generator, check_delta, check_nonnegative, check_positive
 from ._budget import open_fit
-from .linear import _DPLinearClassifier
+from .linear import _DPLinearClassifier, _row_norms
 
 __all__ = ["DPMLPClassifier"]
 
@@ -129,10 +129,13 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
             lower, upper = (np.broadcast_to(np.asarray(b, dtype=float), (X.shape[1],)) for b in self.bounds)
             if not (np.all(np.isfinite(lower)) and np.all(np.isfinite(upper)) and np.all(lower < upper)):
                 raise ValueError("bounds must be finite with lower < upper for every feature")
-            X = 2.0 * (np.clip(X, lower, upper) - lower) / (upper - lower) - 1.0
+            # in halves: 2(x - lo)/(hi - lo) overflowed for a record near hi once hi - lo > 9e307 (a warning,
+            # then inf, refused in float32) on the neighbour holding it only
+            lo, hi = 0.5 * lower, 0.5 * upper
+            X = (0.5 * np.clip(X, lower, upper) - lo) / np.where(hi > lo, hi - lo, 1.0) * 2.0 - 1.0
         if self.data_norm is not None:
             bound = check_positive("data_norm", self.data_norm)
-            norms = np.linalg.norm(X, axis=1)
+            norms = _row_norms(X)  # np.linalg.norm overflowed (a warning) for a row of 1e200s
             X = X * (np.minimum(1.0, bound / np.maximum(norms, np.finfo(float).tiny)) / bound)[:, None]
         return X
 
@@ -161,7 +164,7 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
         rng = as_generator(self.random_state)
         net = _mlp(X.shape[1], hidden, len(classes), self.activation, int(rng.integers(2**31 - 1)))
         codes = torch.as_tensor(np.searchsorted(classes, y), dtype=torch.long)
-        inputs = torch.as_tensor(self._prepare(X), dtype=torch.float32)
+        inputs = torch.as_tensor(self._prepare(X))  # float64; the model casts it to the network's float32, saturating
         # with a given ledger: refused before any noise if (ε, δ) does not fit, and all or nothing
         budget = None if self.ledger is None else open_fit(self.ledger, epsilon, delta, notion="rdp",
                                                            relation="add_remove")

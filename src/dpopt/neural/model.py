@@ -49,7 +49,12 @@ LOSSES = {"cross_entropy": _cross_entropy, "squared": _squared}
 
 
 def as_tensors(data, device=None, dtype=None) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(X, y)`` from a pair of arrays/tensors or a ``TensorDataset``, validated and on ``device``."""
+    """``(X, y)`` from a pair of arrays/tensors or a ``TensorDataset``, validated and on ``device``.
+
+    ``X`` must be finite as given; a narrowing cast to ``dtype`` saturates at its largest finite
+    value (float64 1e39 becomes float32's 3.4e38, not inf), so a finite record too large for the
+    module's dtype is trained on (its gradient clipped, or taken as 0 if the network overflows)
+    rather than refused on the one neighbour that holds it."""
     if isinstance(data, torch.utils.data.TensorDataset):
         data = data.tensors
     if not isinstance(data, tuple | list) or len(data) != 2:
@@ -59,10 +64,12 @@ def as_tensors(data, device=None, dtype=None) -> tuple[torch.Tensor, torch.Tenso
         raise ValueError(f"X and y must have the same number (> 0) of rows, got {X.shape[0]} and {y.shape[0]}")
     if not X.is_floating_point():
         X = X.to(torch.get_default_dtype())
-    if dtype is not None:
-        X = X.to(dtype)
     if not bool(torch.isfinite(X).all()):
         raise ValueError("X must be finite (no NaN or infinity)")
+    if dtype is not None and torch.finfo(dtype).max < torch.finfo(X.dtype).max:
+        X = X.clamp(-torch.finfo(dtype).max, torch.finfo(dtype).max)
+    if dtype is not None:
+        X = X.to(dtype)
     return X.to(device), y.to(device)
 
 
