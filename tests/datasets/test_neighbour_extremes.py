@@ -36,3 +36,28 @@ def test_the_imputed_middle_of_a_range_near_the_float_maximum_is_finite():
     base = ["1.1e308", "1.2e308"]
     np.testing.assert_allclose(_encode(base, (1e308, 1.5e308)), [0.2, 0.4])
     np.testing.assert_allclose(_encode([*base, "?"], (1e308, 1.5e308)), [0.2, 0.4, 0.5])
+
+
+def test_load_csv_warns_alike_on_neighbours_what_it_reads_from_the_records(tmp_path):
+    # One added record with a new city adds a feature ("city=Lyon"): the layout is read from the data,
+    # which DESIGN.md invariant 7 asks to be warned (it was only recorded, in the schema), and the
+    # warning must be the same on both neighbours (its presence and text depend on the arguments only).
+    from dpopt.datasets import load_csv
+    from dpopt.estimators import PrivacyLeakWarning  # the one class, defined in dpopt.datasets
+
+    base = "age,city,label\n30,Paris,yes\n40,Rome,no\n50,,no\n"
+    loaded, messages = [], []
+    for name, text in (("d.csv", base), ("d2.csv", base + "90,Lyon,yes\n")):
+        (tmp_path / name).write_text(text)
+        with pytest.warns(PrivacyLeakWarning) as caught:
+            loaded.append(load_csv(tmp_path / name, "label"))
+        messages.append([str(w.message) for w in caught])
+    assert loaded[1].d == loaded[0].d + 1 and messages[0] == messages[1] and len(messages[0]) == 1
+    message = messages[0][0]
+    assert "the label values" in message and "of age, city" in message and "missing='drop'" in message
+    assert message.split(": ", 1)[1] in loaded[0].notes
+    with pytest.warns(PrivacyLeakWarning) as caught:
+        declared = load_csv(tmp_path / "d2.csv", "label", numeric_bounds={"age": (0, 100)},
+                            categories={"city": ["Paris", "Rome"]}, missing="impute")
+    assert "age" not in str(caught[0].message) and "rows are kept" not in str(caught[0].message)
+    assert declared.d == 3 and declared.n == 4

@@ -17,7 +17,7 @@ pip packages, never imported and never downloaded.
 """
 
 from .adult import load_adult
-from .base import Dataset
+from .base import Dataset, PrivacyLeakWarning
 from .csvfile import load_csv
 from .fashion_mnist import load_fashion_mnist
 from .keel import load_keel
@@ -31,6 +31,7 @@ __all__ = [
     "TableSchema",
     "learn_schema",
     "Dataset",
+    "PrivacyLeakWarning",
     "load",
     "available",
     "load_adult",

@@ -10,7 +10,11 @@ import numpy as np
 
 from ..objectives import bounds
 
-__all__ = ["Dataset"]
+__all__ = ["Dataset", "PrivacyLeakWarning"]
+
+
+class PrivacyLeakWarning(UserWarning):
+    """A quantity was computed from the private data outside the privacy guarantee."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -38,7 +42,7 @@ class Dataset:
     data_derived_bounds:
         Numeric columns whose min-max scaling used the data's own min and max.
         Such scaling depends on every record and is *not* covered by any privacy
-        guarantee; declare bounds to avoid it (the estimator layer warns).
+        guarantee; declare bounds to avoid it (:func:`~dpopt.datasets.load_csv` warns).
     classes:
         ``(negative, positive)`` original label values mapped to −1 and +1.
     groups:

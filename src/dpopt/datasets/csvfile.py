@@ -1,5 +1,14 @@
 """Load a user's CSV file through the chen2020 §5.2 pipeline (:mod:`.preprocess`).
 
+Everything the encoding reads from the file's records rather than from the
+declarations — the label values, a column's range or category set when not
+declared (and then its type), which rows are kept under ``missing="drop"`` or
+``"category"`` — is outside any privacy guarantee: :func:`load_csv` warns
+(:class:`~dpopt.datasets.PrivacyLeakWarning`, one warning naming the columns and
+steps, whose text depends on the arguments only) and repeats it in
+``Dataset.notes``.  For private data declare every column (``numeric_bounds``,
+``categories``) and use ``missing="impute"``.
+
 Missing values (empty fields and the tokens of
 :data:`~dpopt.datasets.preprocess.MISSING_TOKENS`, e.g. ``?``, ``NA``, ``NaN``) are
 handled by ``missing``: ``"drop"`` (default) removes every row that has one and
@@ -14,12 +23,13 @@ from __future__ import annotations
 
 import csv
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
 
-from .base import Dataset
-from .preprocess import MISSING_TOKENS, encode_table
+from .base import Dataset, PrivacyLeakWarning
+from .preprocess import FROM_DATA, MISSING_TOKENS, encode_table
 
 __all__ = ["load_csv", "read_csv_columns"]
 
@@ -108,8 +118,27 @@ def load_csv(
         schema=schema,
     )
     enc.pop("kept_rows")
+    read = _read_from_data(enc["info"]["schema"])
+    warnings.warn(f"load_csv: {read}", PrivacyLeakWarning, stacklevel=2)
+    enc["notes"] = f"{enc['notes']}; {read}" if enc["notes"] else read
     return Dataset(
         name=name or f"csv:{Path(os.fspath(path)).name}",
         source=f"user CSV file {os.fspath(path)}",
         **enc,
+    )
+
+
+def _read_from_data(schema) -> str:
+    """What the encoding read from the records (DESIGN.md invariant 7), in words that depend on the
+    declarations only, so that neighbouring files get the same warning."""
+    items = ["the label values (classes)"]
+    derived = [c.name for c in schema.columns if c.source == FROM_DATA]
+    if derived:
+        items.append("the range or category set (and type, where not declared) of " + ", ".join(derived))
+    if schema.missing in ("drop", "category"):
+        lost = "value" if schema.missing == "drop" else "number"
+        items.append(f"which rows are kept (missing={schema.missing!r} drops the rows with a missing {lost})")
+    return (
+        "read from the data, outside any privacy guarantee: " + "; ".join(items) + ". For private data declare "
+        "numeric_bounds= and categories= for every column and use missing='impute'"
     )

@@ -50,6 +50,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import as_generator, check_choice, check_delta, check_nonnegative, check_positive
+from ..datasets.base import PrivacyLeakWarning
 from ..oracles import smallest_affordable_scale
 from ..privacy import equal_share
 from ..privacy import events as ev
@@ -120,10 +121,6 @@ SKLEARN_DP_EXCEPTIONS = {
 
 class UtilityWarning(UserWarning):
     """The budget is too small for the fit to learn much at this data size (the numbers say how small)."""
-
-
-class PrivacyLeakWarning(UserWarning):
-    """A quantity was computed from the private data outside the privacy guarantee."""
 
 
 def _row_norms(X: np.ndarray) -> np.ndarray:
