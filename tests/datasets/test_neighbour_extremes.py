@@ -61,3 +61,24 @@ def test_load_csv_warns_alike_on_neighbours_what_it_reads_from_the_records(tmp_p
                             categories={"city": ["Paris", "Rome"]}, missing="impute")
     assert "age" not in str(caught[0].message) and "rows are kept" not in str(caught[0].message)
     assert declared.d == 3 and declared.n == 4
+
+
+def test_the_schema_scaling_reports_no_count_of_rows_it_rounded_back(tmp_path):
+    # With 23 declared one-hot columns every row has norm sqrt(23)/sqrt(23), which rounds above 1: the
+    # projection moved every row and its count, Dataset.rows_changed and the notes, was n (private under
+    # add/remove): 6 and 7 here, for a fully declared encoding with missing="impute".
+    from dpopt.datasets import load_csv
+
+    k = 23
+    header = ",".join(f"c{j}" for j in range(k)) + ",label\n"
+    rows = [",".join("a" if (i + j) % 2 else "b" for j in range(k)) + (",yes\n" if i % 2 else ",no\n")
+            for i in range(6)]
+    categories = {f"c{j}": ["a", "b"] for j in range(k)}
+    loaded = []
+    for name, body in (("d.csv", rows), ("d2.csv", [*rows, rows[0]])):
+        (tmp_path / name).write_text(header + "".join(body))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # load_csv's warning about the label values
+            loaded.append(load_csv(tmp_path / name, "label", categories=categories, missing="impute"))
+    assert [ds.rows_changed for ds in loaded] == [0, 0] and loaded[0].notes == loaded[1].notes
+    assert all(np.all(np.linalg.norm(ds.X, axis=1) <= 1.0) for ds in loaded)

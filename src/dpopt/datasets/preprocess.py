@@ -24,8 +24,8 @@
    (each one-hot group contributes exactly one 1), so dividing *every* row by
    that schema constant over ``B`` guarantees the bound without looking at the
    data.  The bound is then enforced by projection
-   (:func:`dpopt.objectives.bounds.project_rows`), whose count of changed rows
-   is reported (0 unless declared bounds were violated).
+   (:func:`dpopt.objectives.bounds.project_rows`), which only takes off
+   rounding; its count of changed rows is not reported (``rows_changed`` is 0).
 5. Labels become ±1 (:func:`to_pm1`).
 
 Steps 1–3 are captured in a :class:`TableSchema` (:func:`learn_schema`): per
@@ -207,7 +207,8 @@ class EncodedRows(NamedTuple):
     """Output of :meth:`TableSchema.encode`."""
 
     X: np.ndarray
-    #: Rows the norm-bound projection changed (0 unless a declared bound was violated).
+    #: Always 0: every column contributes at most 1 (step 4 of the module docstring), so the projection
+    #: only takes off rounding, and which rows it touches is not reported (it depends on the records).
     rows_changed: int
     #: Rows in which a missing value was imputed (policies "impute"/"indicator", or ``impute_missing=True``).
     rows_imputed: int
@@ -360,11 +361,13 @@ class TableSchema:
             if self.missing == "indicator":
                 blocks.append(gap.astype(float)[:, None])
         X = np.hstack(blocks)
-        rows_changed = 0
         if self.norm_bound is not None:
+            # the scaled rows are within the bound up to rounding, and the projection takes that off; its
+            # count of changed rows was the number of rows whose norm rounded up (with 23 one-hot columns
+            # every row with known categories: n, private under add/remove), so it is not reported
             X = X * (self.norm_bound / self.schema_bound)
-            X, rows_changed = bounds.project_rows(X, self.norm_bound, self.norm)
-        return EncodedRows(X, rows_changed, int(imputed.sum()), int(unknown.sum()))
+            X, _ = bounds.project_rows(X, self.norm_bound, self.norm)
+        return EncodedRows(X, 0, int(imputed.sum()), int(unknown.sum()))
 
     # -- JSON -------------------------------------------------------------------------------------------
     def to_dict(self) -> dict:
@@ -589,7 +592,7 @@ def encode_table(
         notes.append(
             f"rows scaled by {schema.norm_bound:g}/{schema.schema_bound:.6g} (schema bound of {n_numeric} numeric "
             f"and {n_categorical} one-hot groups), then projected onto the {schema.norm} ball of radius "
-            f"{schema.norm_bound:g} ({rows_changed} rows changed)"
+            f"{schema.norm_bound:g} (which takes off rounding only)"
         )
     if rows_dropped:
         notes.append(f"{rows_dropped} of {n_rows} rows dropped for missing values")
