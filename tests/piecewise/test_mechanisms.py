@@ -288,3 +288,20 @@ def test_huge_offsets_neither_raise_nor_warn_on_one_neighbour_only(method):
             for p in (here, there)
         ]
     assert records[0] == records[1]
+
+
+def test_offsets_of_both_signs_near_the_float_range_neither_raise_nor_warn():
+    """The LP's shift max(b) − b overflowed for b = (−1.7e308, 0, 1.7e308) (b_max = 1.7e308: a neighbour of
+    b = 0): "overflow encountered in subtract" from mechanism 2 on that neighbour only.  The gap is the
+    largest float now (HiGHS's +∞), and the minimizer is that of the dominant piece."""
+    from dpopt.piecewise.solver import EpigraphLP
+
+    here = PiecewiseAffineProblem(np.array([[1.0], [-1.0], [0.5]]), [0.0, 0.0, 0.0], b_max=1.7e308,
+                                  polytope=Polytope.cube(1.0, 1))
+    there = here.with_b([-1.7e308, 0.0, 1.7e308])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        x, _ = EpigraphLP(there.A, there.polytope).solve_one(there.b)
+        records = [minimize(p, 1.0, method="laplace-solution", repetitions=2, rng=0).release()["privacy"]
+                   for p in (here, there)]
+    assert x == pytest.approx([-1.0]) and records[0] == records[1]

@@ -60,10 +60,14 @@ class EpigraphLP:
         # b − max(b) ≤ 0, so that no right-hand side −b_i falls below HiGHS's −1e20 (read as −∞,
         # "Model error"); the LP then fails on no offsets, however large (an error that
         # depended on b would tell neighbouring databases apart in mechanism 2).
+        # A gap max(b) − b_i beyond the float range (offsets of both signs near it) is the largest float,
+        # with no overflow warning: HiGHS reads it (≥ 1e20) as +∞, and that piece never binds.
+        with np.errstate(over="ignore"):
+            shifted = np.minimum(np.max(b) - b, np.finfo(float).max)
         res = linprog(
             self.cost,
             A_ub=self.A_ub,
-            b_ub=np.concatenate([np.max(b) - b, self._h]),
+            b_ub=np.concatenate([shifted, self._h]),
             bounds=self.bounds,
             method="highs",
         )
