@@ -197,3 +197,21 @@ def test_the_accelerated_continuation_cap_covers_its_rate_bound():
             for tol in (1e-12, 1e-7, 1e-4):
                 cap = _iteration_cap(kappa, g0, tol)
                 assert 3.0 * math.sqrt(2.0) * kappa * g0 * rho ** ((cap - 1) / 2) <= tol, (kappa, g0, tol)
+
+
+def test_outpert_refusal_prints_no_solver_output():
+    """Where tol is below what floating point can certify, OUTPERT refuses before anything is charged; its
+    message printed the gradient norm the solver reached, computed from the data (different on these
+    replace-one neighbours).  It is the same message on both now."""
+    gen = np.random.default_rng(3)
+    X = gen.normal(size=(200, 3))
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
+    y = np.where(X[:, 0] + 0.3 * gen.normal(size=200) > 0, 1.0, -1.0)
+    X2 = X.copy()
+    X2[0] = [0.6, -0.8, 0.0]  # replace one record
+    messages = []
+    for data in (X, X2):
+        with pytest.raises(RuntimeError, match="could not certify") as info:
+            B.output_perturbation(LinearModel("logistic", data, y, l2=0.1), epsilon=1.0, rng=0, tol=1e-300)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1] and "\n" not in messages[0]
