@@ -64,17 +64,22 @@ def test_an_overflowing_record_changes_no_error_and_no_warning(method, loss):
         assert extreme.trajectory.shape == plain.trajectory.shape
 
 
-def test_objpert_notes_hold_no_solver_output():
-    """OBJPERT's notes go into the privacy record (``release()``, reports): they must be the same on
-    replace-one neighbours.  They printed the solver's final gradient norm, computed from the data."""
+def _unit_ball_pair():
+    """200 records in the unit ball, ``(X, y)``, and the replace-one neighbour whose record 0 is another."""
     gen = np.random.default_rng(3)
     X = gen.normal(size=(200, 3))
     X /= np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
     y = np.where(X[:, 0] + 0.3 * gen.normal(size=200) > 0, 1.0, -1.0)
     X2, y2 = X.copy(), y.copy()
     X2[0], y2[0] = [0.6, -0.8, 0.0], -y[0]  # replace one record
+    return (X, y), (X2, y2)
+
+
+def test_objpert_notes_hold_no_solver_output():
+    """OBJPERT's notes go into the privacy record (``release()``, reports): they must be the same on
+    replace-one neighbours.  They printed the solver's final gradient norm, computed from the data."""
     records = [B.objective_perturbation(LinearModel("logistic", a, b, l2=1e-3), epsilon=1.0, rng=5)
-               .privacy_record() for a, b in ((X, y), (X2, y2))]
+               .privacy_record() for a, b in _unit_ball_pair()]
     assert records[0]["notes"] == records[1]["notes"]
     assert records[0]["events"] == records[1]["events"]
 
@@ -203,14 +208,8 @@ def test_outpert_refusal_prints_no_solver_output():
     """Where tol is below what floating point can certify, OUTPERT refuses before anything is charged; its
     message printed the gradient norm the solver reached, computed from the data (different on these
     replace-one neighbours).  It is the same message on both now."""
-    gen = np.random.default_rng(3)
-    X = gen.normal(size=(200, 3))
-    X /= np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
-    y = np.where(X[:, 0] + 0.3 * gen.normal(size=200) > 0, 1.0, -1.0)
-    X2 = X.copy()
-    X2[0] = [0.6, -0.8, 0.0]  # replace one record
     messages = []
-    for data in (X, X2):
+    for data, y in _unit_ball_pair():
         with pytest.raises(RuntimeError, match="could not certify") as info:
             B.output_perturbation(LinearModel("logistic", data, y, l2=0.1), epsilon=1.0, rng=0, tol=1e-300)
         messages.append(str(info.value))
