@@ -262,3 +262,17 @@ def test_a_pure_search_fits_its_default_ledger_and_a_short_ledger_is_refused_up_
     with pytest.raises(BudgetExceededError, match="^the search needs epsilon=0.5 "):
         search.fit(X, y)
     assert not book.events
+
+
+def test_an_invalid_candidate_is_refused_before_anything_is_spent(data):
+    """A space reaching invalid values (regularization < 0 here) raised only when GP-UCB visited such a candidate,
+    which depends on the validation rows: with this seed after two fits had spent 1.0, and the message named the
+    visited value.  Every candidate is checked before anything is spent."""
+    X, y = data
+    book = Ledger(20.0, relation="replace_one")
+    search = DPBayesSearchCV(DPLogisticRegression(epsilon=0.5, data_norm=1.0, classes=[0, 1], method="objpert"),
+                             {"regularization": (-0.5, 1.0)}, epsilon=1.0, n_iter=5, n_candidates=16, ledger=book,
+                             random_state=1)
+    with pytest.raises(ValueError, match="^regularization must be in"):
+        search.fit(X, y)
+    assert not book.events

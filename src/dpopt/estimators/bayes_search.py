@@ -24,7 +24,8 @@ What is protected.
   events may depend on the hyper-parameters), and only the first step's fit
   (candidate 0, fixed before any score) and the refit may warn; the scoring
   never does.  A private estimator or Algorithm 3 refuses a NaN or infinite
-  ``X`` before anything is spent.  An (ε, δ) estimator's fits are composed by
+  ``X`` before anything is spent, and a private estimator a candidate with
+  invalid parameters.  An (ε, δ) estimator's fits are composed by
   RDP from their own events, so the space may not tune what sets their noise
   (:data:`NOISE_PARAMS`, e.g. ``DPMLPClassifier``'s ``epochs``); nor, for any
   private estimator, its budget (:data:`BUDGET_PARAMS`).
@@ -249,6 +250,11 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
         if tuned:
             raise ValueError(f"space must not tune the private estimator's {', '.join(tuned)}: every fit of the "
                              "search is charged the same, whatever its candidate")
+        if private and hasattr(self.estimator, "_check_params"):
+            # every candidate's parameters now, before anything is spent: an invalid one raised only when GP-UCB
+            # visited it, which depends on the validation rows, after the fits before it had spent their budget
+            for i in range(len(candidates)):
+                clone(self.estimator).set_params(**candidates.params(i))._check_params()
         train, val = self._split(n, rng)
         take = (lambda idx: X.iloc[idx]) if hasattr(X, "iloc") else (lambda idx: X[idx])
         X_tr, y_tr, X_val, y_val = take(train), y[train], take(val), y[val]
