@@ -170,3 +170,18 @@ def test_a_resumed_run_charges_the_ledger_it_is_given(tmp_path):
     assert _charged_rounds(ledger) == 2
     resumed = dualavg.minimize(shards, rounds=4, checkpoint_dir=str(tmp_path), resume=True, ledger=ledger, **kw)
     assert _charged_rounds(ledger) == 4 and resumed.epsilon == ledger.spent().epsilon
+
+
+def test_a_checkpoint_without_recorded_settings_is_refused_in_words_that_fit_it(tmp_path):
+    """A checkpoint written before settings were recorded cannot tell which settings would replay its released
+    rounds; the refusal said 'give the settings the checkpoint was written with (activation, batch, ... differ)',
+    which no call can do."""
+    shards = make_shards(n=2, q=20, d=2)
+    kw = dict(sigma=1.0, iota=1.0, seed=5)
+    _interrupted_after_releasing(shards, tmp_path, **kw)
+    (path,) = tmp_path.glob("node_state_*.npz")
+    with np.load(path) as data:
+        legacy = {k: data[k] for k in data.files if k not in ("settings", "pending")}
+    np.savez(path, **legacy)
+    with pytest.raises(ValueError, match=r"^resume=True replays rounds 3\.\.4, .* records no settings .*new run$"):
+        dualavg.minimize(shards, rounds=4, checkpoint_dir=str(tmp_path), resume=True, **kw)

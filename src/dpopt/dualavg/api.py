@@ -272,6 +272,11 @@ def minimize(
         if ts[0] != state.t * ts[1]:
             raise RuntimeError("the ranks' checkpoints are from different rounds; refusing to resume")
         if pending > state.t:  # rounds the writing run may have released past its checkpoint: replayed
+            if not saved:  # a checkpoint from before settings were recorded: nothing to compare them with
+                raise ValueError(
+                    f"resume=True replays rounds {state.t + 1}..{pending}, which the interrupted run may have "
+                    "released, but this checkpoint records no settings to replay them with: start a new run"
+                )
             changed = sorted(k for k, v in _settings(cfg).items() if saved.get(k) != v)
             if changed:
                 raise ValueError(
