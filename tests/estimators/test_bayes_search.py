@@ -106,19 +106,19 @@ def test_bad_input(data, kwargs, match):
             search.fit(X, y)
 
 
-def test_approximate_dp_estimator_composes_by_rdp(data):
-    """(ε, δ) training runs (dp-blsgd) and the pure releases compose on one RDP ledger under add/remove."""
+def test_an_approximate_dp_estimator_is_refused_before_anything_is_spent(data):
+    """An (ε, δ) estimator's fits are composed from their own events, which depend on the candidate (DP-AGD's
+    budget increases: 3,664 vs 3,654 events when one validation label flipped): refused, nothing spent."""
     X, y = data
-    search = DPBayesSearchCV(DPLogisticRegression(epsilon=0.5, delta=1e-6, method="dp-blsgd", data_norm=1.0),
-                             {"regularization": (1e-4, 1e-1, "log")}, epsilon=1.0, n_iter=3, n_candidates=8,
-                             random_state=0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        search.fit(X, y)
-    book = search.ledger_
-    assert book.notion == "rdp" and book.relation == "add_remove" and book.delta == pytest.approx(4e-6)
-    # RDP composition of 4 fits + 2 releases stays within (and below) the basic-composition budget
-    assert 1.0 < search.privacy_["epsilon"] < 4 * 0.5 + 1.0
+    book = Ledger(10.0, 1e-3, "rdp", relation="add_remove")
+    for method in ("dp-blsgd", "dp-agd", "dp-sgd"):
+        search = DPBayesSearchCV(DPLogisticRegression(epsilon=0.5, delta=1e-6, method=method, data_norm=1.0,
+                                                      classes=[0, 1]),
+                                 {"regularization": (1e-4, 1e-1, "log")}, epsilon=1.0, n_iter=3, n_candidates=8,
+                                 random_state=0, ledger=book)
+        with pytest.raises(ValueError, match=r"^DPBayesSearchCV tunes pure epsilon-DP estimators \(delta=0\) only"):
+            search.fit(X, y)
+    assert not book.events
 
 
 def test_secure_noise_reaches_the_selection_and_a_secure_estimator_composes_with_it(data):
@@ -230,17 +230,15 @@ def test_a_non_finite_record_is_refused_before_anything_is_spent(neighbours, val
     assert results[0] == results[1]
 
 
-@pytest.mark.parametrize("delta,space,name", [
-    (0.0, {"epsilon": [0.1, 1.0]}, "epsilon"),
-    (0.0, {"delta": [0.0, 1e-6]}, "delta"),
-    (1e-6, {"secure_noise": [0, 1]}, "secure_noise"),
+@pytest.mark.parametrize("space,name", [
+    ({"epsilon": [0.1, 1.0]}, "epsilon"),
+    ({"delta": [0.0, 1e-6]}, "delta"),
 ])
-def test_the_space_may_not_tune_a_private_estimators_budget_or_noise(data, delta, space, name):
-    """Each fit of the search is charged the estimator's own ε: a candidate's own ε or ledger would escape that;
-    an (ε, δ) fit keeps its own events in the RDP log, and secure noise (discrete Gaussian events) would name it."""
+def test_the_space_may_not_tune_a_private_estimators_budget(data, space, name):
+    """Each fit of the search is charged the estimator's own ε: a candidate's own ε or δ would escape that."""
     X, y = data
-    book = Ledger(10.0, 1e-3, "rdp", relation="add_remove") if delta else Ledger(10.0, relation="replace_one")
-    search = DPBayesSearchCV(DPLogisticRegression(epsilon=0.5, delta=delta, data_norm=1.0, classes=[0, 1]), space,
+    book = Ledger(10.0, relation="replace_one")
+    search = DPBayesSearchCV(DPLogisticRegression(epsilon=0.5, data_norm=1.0, classes=[0, 1]), space,
                              n_iter=2, ledger=book)
     with pytest.raises(ValueError, match=f"^space must not tune the private estimator's {name}: "):
         search.fit(X, y)

@@ -25,10 +25,13 @@ What is protected.
   (candidate 0, fixed before any score) and the refit may warn; the scoring
   never does.  A private estimator or Algorithm 3 refuses a NaN or infinite
   ``X`` before anything is spent, and a private estimator a candidate with
-  invalid parameters.  An (ε, δ) estimator's fits are composed by
-  RDP from their own events, so the space may not tune what sets their noise
-  (:data:`NOISE_PARAMS`, e.g. ``DPMLPClassifier``'s ``epochs``); nor, for any
-  private estimator, its budget (:data:`BUDGET_PARAMS`).
+  invalid parameters.  The space may not tune a private estimator's budget
+  (:data:`BUDGET_PARAMS`).  A private estimator must be pure ε-DP
+  (``delta=0``): an (ε, δ) estimator's fits could only be composed from their
+  own events (RDP), and those depend on the candidate (an adaptive method's
+  budget increases, its planned steps), so the search's privacy record would
+  name the visited candidates; an (ε, δ) fit has no event that is the same
+  whatever its candidate, as ``PureDP(ε)`` is for a pure one.
 
 ``cv_results_`` lists the candidate set Λ (public: it depends on the space
 and the seed only) and which candidate was released; the per-candidate
@@ -81,10 +84,8 @@ class RowClipper(TransformerMixin, BaseEstimator):
 
 
 #: Parameters of a private estimator that the space may not tune: its budget (each fit of the search is
-#: charged the estimator's own ε) and, for an (ε, δ) estimator, whose fits keep their own events in the
-#: RDP log, what sets its noise (the events would name the candidate GP-UCB visited).
+#: charged the estimator's own ε as one ``PureDP(ε)``).
 BUDGET_PARAMS = ("epsilon", "delta", "ledger")
-NOISE_PARAMS = ("method", "method_params", "accountant", "secure_noise", "epochs", "batch_rate", "clip", "n_public")
 
 
 def _is_private(estimator) -> bool:
@@ -115,12 +116,12 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
     estimator:
         A scikit-learn estimator (cloned for every fit).  A dpopt private
         estimator (``DPLogisticRegression``, ``DPHuberSVC``) also protects the
-        training rows, its fits charged to the same ledger.
+        training rows, its fits charged to the same ledger; it must be pure
+        ε-DP (``delta=0``, the default: objpert, outpert, dp-gd, ...).
     space:
         ``{name: (low, high)}``, ``{name: (low, high, "log")}`` (Sobol points,
         ``n_candidates`` of them) or ``{name: [values, ...]}`` (the product grid);
-        never a private estimator's ``epsilon``, ``delta`` or ``ledger``, nor an
-        (ε, δ) one's noise parameters (:data:`NOISE_PARAMS`).
+        never a private estimator's ``epsilon``, ``delta`` or ``ledger``.
     epsilon, delta:
         Budget of the two releases (each gets half).  δ is the failure
         probability of Algorithms 1–2; Algorithm 3 is pure ε-DP.
@@ -237,6 +238,11 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
         if self.algorithm not in (1, 2, 3):
             raise ValueError(f"algorithm must be 1, 2 or 3, got {self.algorithm!r}")
         private = _is_private(self.estimator)
+        if private and _delta(self.estimator) > 0.0:  # before anything is spent
+            raise ValueError(
+                "DPBayesSearchCV tunes pure epsilon-DP estimators (delta=0) only: the events of an (epsilon, delta) "
+                "estimator's fits depend on the candidate and would tell which candidates the search visited"
+            )
         alg3 = self.algorithm == 3
         if private or alg3:  # they refuse a NaN or infinite row: refused here, before anything is spent
             check_finite_array("X", X)
@@ -245,7 +251,7 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
         rng = as_generator(self.random_state)
         seed = int(rng.integers(2**31))
         candidates = CandidateSet.from_space(self.space, n_candidates=self.n_candidates, seed=seed)
-        fixed = (BUDGET_PARAMS + (NOISE_PARAMS if _delta(self.estimator) else ())) if private else ()
+        fixed = BUDGET_PARAMS if private else ()
         tuned = [name for name in fixed if name in candidates.names]
         if tuned:
             raise ValueError(f"space must not tune the private estimator's {', '.join(tuned)}: every fit of the "
@@ -267,7 +273,7 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
         # pure ledger the whole search is refused up front when it cannot afford every fit and the releases (their
         # exact sum rounded up, as the ledger adds them: a float sum rounded down passed here, then the refit was
         # refused after the releases)
-        pure_fit = float(self.estimator.get_params()["epsilon"]) if private and not _delta(self.estimator) else None
+        pure_fit = float(self.estimator.get_params()["epsilon"]) if private else None
         need = budget_for(epsilon, *[pure_fit] * fits) if pure_fit is not None else None
         if need is not None and book.notion == "pure" and not book.can_afford(ev.PureDP(need)):
             raise BudgetExceededError(
@@ -359,9 +365,6 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
         if not private:
             return Ledger(epsilon, relation="replace_one")
         est_eps = float(self.estimator.get_params()["epsilon"])
-        est_delta = _delta(self.estimator)
-        if est_delta > 0:  # the (ε, δ) methods of the line-search family hold under add/remove
-            return Ledger(epsilon + fits * est_eps, fits * est_delta, "rdp", relation="add_remove")
         return Ledger(budget_for(epsilon, *[est_eps] * fits), relation="replace_one")  # every charge, exactly
 
     @staticmethod
