@@ -274,3 +274,16 @@ def test_an_invalid_candidate_is_refused_before_anything_is_spent(data):
     with pytest.raises(ValueError, match="^regularization must be in"):
         search.fit(X, y)
     assert not book.events
+
+
+def test_a_candidate_data_norm_out_of_range_is_refused_before_anything_is_spent(data):
+    """data_norm is checked in fit, not in _check_params: a space reaching a row bound outside the usable range
+    (1e200 here) raised only when GP-UCB visited such a candidate, with this seed after one fit had spent 0.5."""
+    X, y = data
+    book = Ledger(20.0, relation="replace_one")
+    search = DPBayesSearchCV(DPLogisticRegression(epsilon=0.5, data_norm=1.0, classes=[0, 1], method="objpert"),
+                             {"data_norm": [1.0, 2.0, 3.0, 0.5, 1e200]}, epsilon=1.0, n_iter=3, ledger=book,
+                             random_state=0)
+    with pytest.raises(ValueError, match=r"^the row bound \(data_norm"):
+        search.fit(X, y)
+    assert not book.events

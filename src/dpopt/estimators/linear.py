@@ -119,6 +119,10 @@ SKLEARN_DP_EXCEPTIONS = {
 }
 
 
+#: The name the row-bound range check gives (``ROW_BOUND_RANGE``).
+_ROW_BOUND = "the row bound (data_norm, or that of bounds or the data)"
+
+
 class UtilityWarning(UserWarning):
     """The budget is too small for the fit to learn much at this data size (the numbers say how small)."""
 
@@ -193,6 +197,8 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         if self.regularization is not None:
             mu = check_nonnegative("regularization", self.regularization)
             check_in("regularization", mu, 0.0, REGULARIZATION_MAX)
+        if self.data_norm is not None:  # as fit checks the row bound, but with no data (DPBayesSearchCV's candidates)
+            check_in(_ROW_BOUND, check_positive("data_norm", self.data_norm), *ROW_BOUND_RANGE)
         check_choice("accountant", "auto" if self.accountant is None else self.accountant, RUN_ACCOUNTANTS)
         method = self._resolved_method()
         if method != "auto" and needs_delta(method) and delta == 0.0:
@@ -304,7 +310,7 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         classes, disclosed = self._label_set(y)
         self._box_ = self._box(X.shape[1])
         disclosed += self._row_bound(X)
-        check_in("the row bound (data_norm, or that of bounds or the data)", self.row_bound_, *ROW_BOUND_RANGE)
+        check_in(_ROW_BOUND, self.row_bound_, *ROW_BOUND_RANGE)
         # Binary: one problem, classes[1] positive.  K > 2: one-vs-rest, each on a child budget (ε/K, δ/K).
         positives = classes[1:] if len(classes) == 2 else classes
         parts = len(positives)
