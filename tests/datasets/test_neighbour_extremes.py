@@ -82,3 +82,24 @@ def test_the_schema_scaling_reports_no_count_of_rows_it_rounded_back(tmp_path):
             loaded.append(load_csv(tmp_path / name, "label", categories=categories, missing="impute"))
     assert [ds.rows_changed for ds in loaded] == [0, 0] and loaded[0].notes == loaded[1].notes
     assert all(np.all(np.linalg.norm(ds.X, axis=1) <= 1.0) for ds in loaded)
+
+
+def test_load_csv_advises_only_declarations_that_take_a_read_away(tmp_path):
+    # A fully declared load (every column, missing='impute') still reads the label values, which load_csv
+    # cannot declare: its warning told to declare every column and use missing='impute', already done.
+    from dpopt.datasets import PrivacyLeakWarning, load_csv
+
+    (tmp_path / "d.csv").write_text("age,city,label\n30,Paris,yes\n40,Rome,no\n50,,no\n")
+    with pytest.warns(PrivacyLeakWarning) as caught:
+        load_csv(tmp_path / "d.csv", "label", numeric_bounds={"age": (0, 100)},
+                 categories={"city": ["Paris", "Rome"]}, missing="impute")
+    message = str(caught[0].message)
+    assert "the label values" in message
+    assert "declare numeric_bounds" not in message and "missing='impute'" not in message
+    with pytest.warns(PrivacyLeakWarning) as caught:
+        load_csv(tmp_path / "d.csv", "label", numeric_bounds={"age": (0, 100)}, categories={"city": ["Paris", "Rome"]})
+    message = str(caught[0].message)
+    assert "declare numeric_bounds" not in message and "use missing='impute'" in message
+    with pytest.warns(PrivacyLeakWarning) as caught:
+        load_csv(tmp_path / "d.csv", "label", missing="impute")
+    assert "declare numeric_bounds= and categories= for every column" in str(caught[0].message)

@@ -7,7 +7,8 @@ declared (and then its type), which rows are kept under ``missing="drop"`` or
 (:class:`~dpopt.datasets.PrivacyLeakWarning`, one warning naming the columns and
 steps, whose text depends on the arguments only) and repeats it in
 ``Dataset.notes``.  For private data declare every column (``numeric_bounds``,
-``categories``) and use ``missing="impute"``.
+``categories``) and use ``missing="impute"``; the label values are read whatever
+is declared (the warning names only them then).
 
 Missing values (empty fields and the tokens of
 :data:`~dpopt.datasets.preprocess.MISSING_TOKENS`, e.g. ``?``, ``NA``, ``NaN``) are
@@ -138,7 +139,12 @@ def _read_from_data(schema) -> str:
     if schema.missing in ("drop", "category"):
         lost = "value" if schema.missing == "drop" else "number"
         items.append(f"which rows are kept (missing={schema.missing!r} drops the rows with a missing {lost})")
+    advice = ["declare numeric_bounds= and categories= for every column"] if derived else []
+    if schema.missing in ("drop", "category"):
+        advice.append("use missing='impute'")
+    # the label values are read whatever is declared: advise only what would take a read away
     return (
-        "read from the data, outside any privacy guarantee: " + "; ".join(items) + ". For private data declare "
-        "numeric_bounds= and categories= for every column and use missing='impute'"
+        "read from the data, outside any privacy guarantee: " + "; ".join(items) + ". "
+        + (f"For private data {' and '.join(advice)}; " if advice else "")
+        + "load_csv reads the label values whatever is declared"
     )
