@@ -102,6 +102,9 @@ def test_tune_algorithm_3_with_sklearn_protects_validation_only(root, capsys, mo
     (["--space", "C=1:10", "--epsilon", "1", "--algorithm", "2"], "give --A and --tau"),
     (["--space", "C=1:10", "--epsilon", "1", "--k1", "2"], "--k1 must be in"),
     (["--space", "C=1:10", "--epsilon", "1", "--estimator", "svm"], "--estimator must be one of"),
+    # the estimator's own message said "set delta > 0", which no option of dpopt tune does (--delta is the search's)
+    (["--space", "regularization=1e-4:1e-1:log", "--epsilon", "1", "--method", "dp-agd"],
+     "--method dp-agd gives (epsilon, delta)-DP: dpopt tune tunes pure epsilon-DP methods only"),
 ])
 def test_tune_errors_are_one_line(root, capsys, monkeypatch, extra, message):
     monkeypatch.chdir(root)

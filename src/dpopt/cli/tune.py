@@ -70,7 +70,8 @@ def register(sub) -> None:
     p.add_argument("--tau", type=float, help="Algorithm 2: de Freitas et al.'s constant tau")
     p.add_argument("--train-epsilon", type=float, metavar="E",
                    help="budget of each private training fit (default: --epsilon)")
-    p.add_argument("--method", default="auto", metavar="M", help="optimizer of the private estimator (as dpopt fit)")
+    p.add_argument("--method", default="auto", metavar="M",
+                   help="optimizer of the private estimator (as dpopt fit; pure epsilon-DP methods only)")
     p.add_argument("--secure-noise", action="store_true",
                    help="floating-point-safe releases (exact discrete noise from the OS CSPRNG, same epsilon); "
                    "with a dpopt estimator its fits too (a --method that accepts it, e.g. dp-gd)")
@@ -140,6 +141,11 @@ def _check(args) -> None:
         raise UserError(str(exc)) from None
     if args.estimator not in ESTIMATORS:
         raise UserError(f"--estimator must be one of {', '.join(ESTIMATORS)}, got {args.estimator!r}")
+    from ..estimators._dispatch import needs_delta
+
+    if args.estimator != "sklearn-logistic" and needs_delta(args.method):  # DPBayesSearchCV tunes pure ε-DP only
+        raise UserError(f"--method {args.method} gives (epsilon, delta)-DP: dpopt tune tunes pure epsilon-DP methods "
+                        "only (auto, objpert, outpert, dp-gd, ...; --delta is the search's, not the fits')")
     if args.algorithm == 3 and args.estimator != "sklearn-logistic":
         raise UserError("--algorithm 3 needs exact minimizers: use --estimator sklearn-logistic with --space C=LO:HI")
     if args.algorithm == 2 and (args.A is None or args.tau is None):
