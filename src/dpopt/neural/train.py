@@ -73,8 +73,9 @@ def train(model, data, *, method: str = "dp-sgd", epsilon: float, delta: float, 
     l2:
         μ of (μ/2)‖w‖² (§5.1: 0.001).
     ledger:
-        A ledger to charge (a parent's ``child`` budget, say); default a new one of (ε, δ) with
-        the run's accountant.
+        A ledger to charge (a parent's ``child`` budget, say), of the add/remove-one relation
+        (another is refused before anything is charged); default a new one of (ε, δ) with the
+        run's accountant.
     accountant:
         What calibrates z and checks the budget: ``"rdp"`` (on
         :data:`~dpopt.privacy.rdp.DENSE_ORDERS`, never looser than Opacus's accountant, or the
