@@ -103,3 +103,20 @@ def test_load_csv_advises_only_declarations_that_take_a_read_away(tmp_path):
     with pytest.warns(PrivacyLeakWarning) as caught:
         load_csv(tmp_path / "d.csv", "label", missing="impute")
     assert "declare numeric_bounds= and categories= for every column" in str(caught[0].message)
+
+
+def test_a_data_derived_range_beyond_the_float_range_encodes_both_neighbours():
+    # learn_schema refused a column whose min and max were more than the largest float apart, naming both
+    # ("spans more than the largest float (-1.7e+308 to 1.7e+308)"), on the neighbour holding the second
+    # extreme only; the encoding in halves (4652b01) handles that span, as for a declared range
+    values = ["0.5", "-1.7e308", "0.2", "1.7e308"]
+    labels = np.array(["a", "b", "a", "b"])
+    encoded = []
+    for n in (3, 4):
+        cols = {"x": np.array(values[:n]), "label": labels[:n]}
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            schema, kept = learn_schema(cols, "label", numeric=["x"], missing="impute", norm_bound=None)
+            encoded.append(schema.encode({"x": cols["x"][kept]}).X[:, 0])
+    np.testing.assert_allclose(encoded[0], [1.0, 0.0, 1.0])
+    np.testing.assert_allclose(encoded[1], [0.5, 0.0, 0.5, 1.0])

@@ -501,11 +501,8 @@ def learn_schema(
             elif not v.size:
                 raise ValueError(f"numeric column {c!r} has no values to read a range from; declare its range")
             else:
+                # a span beyond the float range is encoded in halves (TableSchema.encode), as a declared one
                 lo, hi = float(v.min()), float(v.max())
-                if not math.isfinite(hi - lo):
-                    raise ValueError(
-                        f"column {c!r} spans more than the largest float ({lo:g} to {hi:g}); declare its range"
-                    )
                 specs.append(ColumnSpec(c, "numeric", lo, hi, source=FROM_DATA))
         elif c in categories:
             specs.append(ColumnSpec(c, "categorical", categories=tuple(categories[c]), source=DECLARED))
