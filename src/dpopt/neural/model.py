@@ -67,7 +67,10 @@ def as_tensors(data, device=None, dtype=None) -> tuple[torch.Tensor, torch.Tenso
     if not bool(torch.isfinite(X).all()):
         raise ValueError("X must be finite (no NaN or infinity)")
     if dtype is not None and torch.finfo(dtype).max < torch.finfo(X.dtype).max:
-        X = X.clamp(-torch.finfo(dtype).max, torch.finfo(dtype).max)
+        limit = torch.finfo(dtype).max
+        low, high = torch.aminmax(X)  # one pass; the clamped copy only when a value needs it
+        if bool(high > limit) or bool(low < -limit):
+            X = X.clamp(-limit, limit)
     if dtype is not None:
         X = X.to(dtype)
     return X.to(device), y.to(device)
