@@ -159,3 +159,32 @@ def test_estimator_extremes_give_one_line_or_success(cls, epsilon, data_norm, lo
 def test_the_properties_saw_successes_as_well_as_refusals():
     """The strategies reach the usable range (this runs after the property tests above)."""
     assert len(FIT_SUCCESSES) >= 2 and len(ESTIMATOR_SUCCESSES) >= 2
+
+
+OUT_COMMANDS = [
+    ["fit", "--data", "d.csv", "--target", "label", "--epsilon", "1", "--bounds", "a=0:1", "b=0:1"],
+    ["predict", "--model", "m.json", "--data", "d.csv"],
+    ["tune", "--data", "d.csv", "--target", "label", "--bounds", "a=0:1", "b=0:1",
+     "--space", "regularization=1e-4:1e-1:log", "--epsilon", "1", "--train-epsilon", "1"],
+    ["dualavg", "--synthetic", "20", "--nodes", "3", "--epsilon", "1", "--rounds", "2"],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("argv", "option"), [(a, "--out") for a in OUT_COMMANDS] + [(OUT_COMMANDS[2], "--model-out")],
+                         ids=lambda v: v if isinstance(v, str) else v[0])
+@pytest.mark.parametrize("where", ["folder", "missing folder"])
+def test_an_unusable_output_path_is_refused_in_one_line_before_any_work(tmp_path, capsys, monkeypatch, argv, option,
+                                                                        where):  # fmt: skip
+    """An output path that is a folder, or in a missing folder, is refused before the data are read or anything runs."""
+    monkeypatch.chdir(tmp_path)
+    _write_csv(tmp_path, 0.5)
+    (tmp_path / "taken").mkdir()
+    path = "taken" if where == "folder" else "missing/x.json"
+    code = main([*argv, option, path])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err.splitlines() == [
+        f"dpopt {argv[0]}: error: {option} 'taken' is a folder: give a file name inside it"
+        if where == "folder" else f"dpopt {argv[0]}: error: {option} folder 'missing' does not exist"
+    ]  # fmt: skip
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.csv", "taken"]

@@ -12,8 +12,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from pathlib import Path
 
-__all__ = ["main", "UserError", "build_parser"]
+__all__ = ["main", "UserError", "build_parser", "check_out"]
 
 # Sub-command modules, in the order ``dpopt --help`` lists them.
 COMMANDS = ("demo", "fit", "predict", "tune", "account", "audit", "reproduce", "dualavg")
@@ -21,6 +22,16 @@ COMMANDS = ("demo", "fit", "predict", "tune", "account", "audit", "reproduce", "
 
 class UserError(Exception):
     """An error in the user's input: printed as one line, exit code 2."""
+
+
+def check_out(option: str, path) -> None:
+    """Refuse an output file before any work is done: its folder must exist and it must not be a folder."""
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise UserError(f"{option} folder {str(folder)!r} does not exist")
+    if path.is_dir():
+        raise UserError(f"{option} {str(path)!r} is a folder: give a file name inside it")
 
 
 def build_parser() -> argparse.ArgumentParser:

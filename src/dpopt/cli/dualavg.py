@@ -21,7 +21,7 @@ import traceback
 
 import numpy as np
 
-from . import UserError
+from . import UserError, check_out
 
 
 def _add_arguments(p) -> None:
@@ -108,6 +108,8 @@ def _launch(args, argv) -> int:
 
 
 def run(args, argv=None) -> int:
+    if args.out:
+        check_out("--out", args.out)
     if args.backend == "mpi" and not _in_mpi_job():
         return _launch(args, sys.argv[2:] if argv is None else argv)
     from ..dualavg import minimize

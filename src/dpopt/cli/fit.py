@@ -45,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import UserError
+from . import UserError, check_out
 
 #: ``--model`` choices and the estimator class each one names.
 MODELS = {"logistic": "DPLogisticRegression", "huber-svc": "DPHuberSVC"}
@@ -336,8 +336,7 @@ def run(args) -> int:
 
     method, epsilon, delta = _check_budget(args)
     out = args.out if args.out is not None else Path(f"{args.data.stem}.model.json")
-    if not (out.parent if str(out.parent) else Path(".")).is_dir():
-        raise UserError(f"--out folder {str(out.parent)!r} does not exist")
+    check_out("--out", out)
 
     pending: list[tuple[str, str]] = []
     schema, X, y, _ = load_encoded(args, "fit", pending)

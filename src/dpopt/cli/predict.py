@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import UserError
+from . import UserError, check_out
 from .fit import read_table, warn
 
 
@@ -72,9 +72,8 @@ def _write(rows: list[list], out: Path | None) -> None:
     if out is None:
         sys.stdout.write(buffer.getvalue())
         return
+    check_out("--out", out)
     folder = out.parent if str(out.parent) else Path(".")
-    if not folder.is_dir():
-        raise UserError(f"--out folder {str(folder)!r} does not exist")
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
@@ -86,6 +85,8 @@ def _write(rows: list[list], out: Path | None) -> None:
 
 
 def run(args) -> int:
+    if args.out is not None:
+        check_out("--out", args.out)
     saved, schema = _load(args.model)
     estimator = saved.estimator
     if args.proba and not hasattr(estimator, "predict_proba"):

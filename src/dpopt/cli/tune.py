@@ -38,7 +38,7 @@ import math
 import warnings
 from pathlib import Path
 
-from . import UserError
+from . import UserError, check_out
 from .fit import add_data_arguments, disclosures, load_encoded, parse_classes, save_fitted, warn
 
 #: ``--estimator`` choices.
@@ -162,8 +162,8 @@ def run(args) -> int:
     if args.estimator != "sklearn-logistic":
         model_out = args.model_out if args.model_out is not None else out.with_name(f"{out.stem}.model.json")
     for option, path in (("--out", out), ("--model-out", model_out)):
-        if path is not None and not (path.parent if str(path.parent) else Path(".")).is_dir():
-            raise UserError(f"{option} folder {str(path.parent)!r} does not exist")
+        if path is not None:
+            check_out(option, path)
     schema, X, y, rows_read = load_encoded(args, "tune")
     data_norm = args.data_norm if args.data_norm is not None else schema.row_bound
     search = DPBayesSearchCV(
