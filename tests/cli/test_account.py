@@ -33,3 +33,16 @@ def test_event_log_with_a_sparse_vector_part_names_the_rdp_fallback(capsys, tmp_
     assert "RDP fallback (AboveThreshold)" in rows["pld"]["produced_by"]
     assert main(["account", "--events", str(log)]) == 0
     assert "pld: PLD accountant" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("content", [None, b"\xff\xfe\x00z"], ids=["folder", "not UTF-8"])
+def test_an_events_path_that_is_a_folder_or_binary_is_one_line(tmp_path, capsys, content):
+    path = tmp_path / "log.json"
+    if content is None:
+        path.mkdir()
+    else:
+        path.write_bytes(content)
+    assert main(["account", "--events", str(path)]) == 2
+    err = capsys.readouterr().err
+    expected = "a JSON file, got the directory" if content is None else "is not UTF-8 text"
+    assert len(err.splitlines()) == 1 and err.startswith("dpopt account: error: ") and expected in err

@@ -52,3 +52,25 @@ def test_dpopt_dualavg_backend_mpi_launches_mpiexec(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert main(["dualavg", *ARGS, "--out", str(sim)]) == 0
     assert json.loads(out.read_text())["x"] == json.loads(sim.read_text())["x"]
+
+
+@pytest.mark.parametrize(
+    ("index", "expected"),
+    [
+        (None, "is not a folder"),  # the folder itself is missing
+        ("", "shards.json cannot be read"),  # no shards.json
+        ("not json", "shards.json cannot be read"),
+        ('{"dim": 3}', 'shards.json needs "sizes"'),
+        ('{"sizes": [5, 5]}', "2 shard file(s) missing, first node0.npz"),
+    ],
+)
+def test_dualavg_command_refuses_a_broken_shard_folder_in_one_line(tmp_path, capsys, index, expected):
+    shards = tmp_path / "shards"
+    if index is not None:
+        shards.mkdir()
+        if index:
+            (shards / "shards.json").write_text(index)
+    assert main(["dualavg", "--shards", str(shards), "--epsilon", "1"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1 and err.startswith("dpopt dualavg: error: --shards ")
+    assert expected in err

@@ -117,8 +117,12 @@ def _read(path: Path):
         return json.loads(Path(path).read_text())
     except FileNotFoundError as exc:
         raise UserError(f"no such file: {path}") from exc
+    except IsADirectoryError as exc:
+        raise UserError(f"--events expects a JSON file, got the directory {str(path)!r}") from exc
     except json.JSONDecodeError as exc:
         raise UserError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno})") from exc
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path} is not UTF-8 text, not a JSON event log ({exc.reason} at byte {exc.start})") from exc
 
 
 def stated_guarantee(data) -> dict | None:

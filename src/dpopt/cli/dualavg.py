@@ -79,11 +79,35 @@ def _in_mpi_job() -> bool:
     return any(k in os.environ for k in ("PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "PMI_SIZE"))
 
 
+def _read_index(directory: str, *, every_file: bool) -> dict:
+    """``--shards DIR``'s index with a list of sizes, or a one-line UserError.
+
+    ``every_file``: also require every node's file here (the simulator reads them all; an MPI rank reads its own,
+    which may live on its own machine only).
+    """
+    from ..dualavg.shards import read_index
+
+    if not os.path.isdir(directory):
+        raise UserError(f"--shards {directory!r} is not a folder (it needs shards.json and node{{i}}.npz)")
+    try:
+        index = read_index(directory)
+    except (ValueError, OSError) as exc:  # no shards.json, not JSON (JSONDecodeError), not UTF-8, unreadable
+        raise UserError(f"--shards {directory!r}: shards.json cannot be read ({exc})") from None
+    sizes = index.get("sizes") if isinstance(index, dict) else None
+    if not isinstance(sizes, list) or not sizes:
+        raise UserError(f"--shards {directory!r}: shards.json needs \"sizes\": a list of each node's record count")
+    names = [f"node{i}.npz" for i in range(len(sizes))] if every_file else []
+    missing = [name for name in names if not os.path.isfile(os.path.join(directory, name))]
+    if missing:
+        raise UserError(f"--shards {directory!r}: {len(missing)} shard file(s) missing, first {missing[0]}")
+    return index
+
+
 def _data(args):
     from ..dualavg import shards as sh
 
     if args.shards:
-        index = sh.read_index(args.shards)
+        index = _read_index(args.shards, every_file=args.backend == "simulate")
         return sh.shard_loader(args.shards), index["sizes"]
     if args.synthetic is None or args.nodes is None:
         raise UserError("give --shards DIR, or --synthetic Q with --nodes N")
@@ -96,9 +120,7 @@ def _data(args):
 
 
 def _launch(args, argv) -> int:
-    from ..dualavg.shards import read_index
-
-    n = args.nodes if args.shards is None else len(read_index(args.shards)["sizes"])
+    n = args.nodes if args.shards is None else len(_read_index(args.shards, every_file=False)["sizes"])
     if n is None:
         raise UserError("--backend mpi needs --nodes N (or --shards DIR)")
     mpiexec = shutil.which("mpiexec", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
