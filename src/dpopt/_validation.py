@@ -97,6 +97,13 @@ def check_finite_array(name: str, array, *, ndim: int | tuple[int, ...] | None =
     return out
 
 
+def check_bool(name: str, value) -> bool:
+    """True or False (a numpy bool too): a string such as 'no' is truthy, so it is refused rather than read as True."""
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__}")
+    return bool(value)
+
+
 def check_choice(name: str, value, choices) -> str:
     """One of a fixed set of strings."""
     if value not in choices:
@@ -104,10 +111,12 @@ def check_choice(name: str, value, choices) -> str:
     return value
 
 
-def as_generator(rng) -> np.random.Generator:
-    """Accept a Generator, a seed (int) or None (fresh OS entropy) and return a Generator."""
+def as_generator(rng, name: str = "rng") -> np.random.Generator:
+    """Accept a Generator, a seed (int >= 0) or None (fresh OS entropy) and return a Generator."""
     if isinstance(rng, np.random.Generator):
         return rng
+    if isinstance(rng, numbers.Integral | np.integer) and not isinstance(rng, bool) and rng < 0:
+        raise ValueError(f"{name} must be a seed >= 0 (or a numpy.random.Generator, or None), got {rng}")
     if rng is None or isinstance(rng, numbers.Integral | np.integer | np.random.SeedSequence):
         return np.random.default_rng(rng)
-    raise TypeError(f"rng must be a numpy.random.Generator, an int seed or None, got {type(rng).__name__}")
+    raise TypeError(f"{name} must be a numpy.random.Generator, an int seed or None, got {type(rng).__name__}")

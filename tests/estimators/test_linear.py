@@ -133,6 +133,25 @@ def test_bad_parameters(data, params, match):
         DPLogisticRegression(**{"data_norm": 3.0, **params}).fit(Xtr, ytr)
 
 
+@pytest.mark.parametrize(
+    "params, error, match",
+    [
+        ({"fit_intercept": "no"}, TypeError, "fit_intercept must be True or False, got str"),  # 'no' was truthy
+        ({"secure_noise": "yes"}, TypeError, "secure_noise must be True or False, got str"),
+        ({"method_params": "x"}, TypeError, "method_params must be a dict"),  # was dict()'s own message
+        ({"random_state": -1}, ValueError, "random_state must be a seed >= 0"),  # was numpy's 'expected non-negative'
+        ({"random_state": "x"}, TypeError, "random_state must be a numpy.random.Generator"),
+    ],
+)
+def test_wrongly_typed_parameters_are_refused_in_one_line_naming_them_and_spend_nothing(data, params, error, match):
+    Xtr, _, ytr, _ = data
+    ledger = Ledger(10.0, relation="replace_one")
+    est = DPLogisticRegression(**{"data_norm": 3.0, "classes": ["no", "yes"], "ledger": ledger, **params})
+    with pytest.raises(error, match=match) as caught:
+        est.fit(Xtr[:200], ytr[:200])
+    assert "\n" not in str(caught.value) and ledger.events == []
+
+
 def test_multiclass_is_one_vs_rest_and_one_class_refused():
     X = np.random.default_rng(0).random((30, 3))
     est = DPLogisticRegression(data_norm=2.0, random_state=0).fit(X, np.arange(30) % 3)

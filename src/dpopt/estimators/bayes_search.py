@@ -248,7 +248,7 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
             check_finite_array("X", X)
         epsilon = check_positive("epsilon", self.epsilon)
         n_iter = check_int("n_iter", self.n_iter)
-        rng = as_generator(self.random_state)
+        rng = as_generator(self.random_state, "random_state")
         seed = int(rng.integers(2**31))
         candidates = CandidateSet.from_space(self.space, n_candidates=self.n_candidates, seed=seed)
         fixed = BUDGET_PARAMS if private else ()

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Mapping
 
 import numpy as np
 from scipy.special import expit
@@ -49,7 +50,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import as_generator, check_choice, check_delta, check_nonnegative, check_positive
+from .._validation import as_generator, check_bool, check_choice, check_delta, check_nonnegative, check_positive
 from ..datasets.base import PrivacyLeakWarning
 from ..oracles import smallest_affordable_scale
 from ..privacy import equal_share
@@ -200,6 +201,11 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         if self.data_norm is not None:  # as fit checks the row bound, but with no data (DPBayesSearchCV's candidates)
             check_in(_ROW_BOUND, check_positive("data_norm", self.data_norm), *ROW_BOUND_RANGE)
         check_choice("accountant", "auto" if self.accountant is None else self.accountant, RUN_ACCOUNTANTS)
+        check_bool("fit_intercept", self.fit_intercept)
+        check_bool("secure_noise", self.secure_noise)
+        if self.method_params is not None and not isinstance(self.method_params, Mapping):
+            raise TypeError(f"method_params must be a dict of the method's hyper-parameters or None, got "
+                            f"{type(self.method_params).__name__}")  # fmt: skip
         method = self._resolved_method()
         if method != "auto" and needs_delta(method) and delta == 0.0:
             raise ValueError(f"method {method!r} gives (epsilon, delta)-DP: set delta > 0 (e.g. 1e-6)")
@@ -315,7 +321,7 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         positives = classes[1:] if len(classes) == 2 else classes
         parts = len(positives)
         Z = self._design(X)
-        rng = as_generator(self.random_state)
+        rng = as_generator(self.random_state, "random_state")
         params = dict(self.method_params or {})
         if _add_remove(method, delta):
             # n is private under add/remove: every size-dependent choice reads a released count.

@@ -161,7 +161,7 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         classes, disclosed = self._label_set(y)
-        rng = as_generator(self.random_state)
+        rng = as_generator(self.random_state, "random_state")
         net = _mlp(X.shape[1], hidden, len(classes), self.activation, int(rng.integers(2**31 - 1)))
         codes = torch.as_tensor(np.searchsorted(classes, y), dtype=torch.long)
         inputs = torch.as_tensor(self._prepare(X))  # float64; the model casts it to the network's float32, saturating
