@@ -49,6 +49,8 @@ def test_label_set_from_data_is_warned_and_ledger_is_charged():
 
 @pytest.mark.parametrize(("kwargs", "match"), [({"epsilon": -1.0}, "epsilon"), ({"activation": "gelu"}, "activation"),
                                                ({"hidden_layer_sizes": (0,)}, "hidden_layer_sizes"),
+                                               ({"hidden_layer_sizes": None}, "hidden_layer_sizes"),  # was TypeError
+                                               ({"hidden_layer_sizes": "10"}, "hidden_layer_sizes"),
                                                ({"classes": ["no", "maybe"]}, "outside the declared classes")])
 def test_bad_parameters(kwargs, match):
     X, y = _data(n=50)
@@ -56,6 +58,13 @@ def test_bad_parameters(kwargs, match):
     args.update(kwargs)
     with pytest.raises(ValueError, match=match):
         DPMLPClassifier(**args).fit(X, y)
+
+
+def test_one_int_is_one_hidden_layer_as_in_scikit_learn():
+    """hidden_layer_sizes=4 raised TypeError: 'int' object is not iterable."""
+    X, y = _data(n=50)
+    clf = DPMLPClassifier(4, classes=["no", "yes"], n_public=50, epochs=1, batch_rate=0.1, random_state=0).fit(X, y)
+    assert [p.shape for p in clf.module_.parameters()][:2] == [(4, X.shape[1]), (4,)]
 
 
 def test_secure_noise_fit_releases_through_the_discrete_gaussian():

@@ -63,7 +63,7 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
     Parameters
     ----------
     hidden_layer_sizes:
-        Widths of the hidden layers (as in scikit-learn's ``MLPClassifier``).
+        Widths of the hidden layers (as in scikit-learn's ``MLPClassifier``; one int is one hidden layer).
     epsilon, delta:
         The (ε, δ) budget of one fit (add/remove-one; see ``accountant``); δ > 0.
     method:
@@ -155,8 +155,11 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
         check_nonnegative("regularization", self.regularization)
         if self.activation not in _ACTIVATIONS:
             raise ValueError(f"activation must be one of {list(_ACTIVATIONS)}, got {self.activation!r}")
-        hidden = tuple(self.hidden_layer_sizes)
-        if not all(isinstance(h, int | np.integer) and h >= 1 for h in hidden):
+        sizes = self.hidden_layer_sizes
+        # one int is one hidden layer, as in scikit-learn's MLPClassifier; a string is no list of sizes
+        hidden = (sizes,) if isinstance(sizes, int | np.integer) else sizes
+        hidden = tuple(hidden) if isinstance(hidden, list | tuple | np.ndarray) else None
+        if hidden is None or not all(isinstance(h, int | np.integer) and h >= 1 for h in hidden):
             raise ValueError(f"hidden_layer_sizes must be integers >= 1, got {self.hidden_layer_sizes!r}")
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
