@@ -188,3 +188,18 @@ def test_an_unusable_output_path_is_refused_in_one_line_before_any_work(tmp_path
         if where == "folder" else f"dpopt {argv[0]}: error: {option} folder 'missing' does not exist"
     ]  # fmt: skip
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d.csv", "taken"]
+
+
+@pytest.mark.parametrize("argv", [
+    ["fit", "--data", "x.csv", "--target", "y", "--epsilon", "abc"],  # a value of the wrong type
+    ["fit", "--epsilon", "1"],  # required options missing
+    ["account", "--mechanism", "nope"],  # not a choice
+    ["nosuch"],  # not a command
+])
+def test_argument_errors_are_one_line_with_exit_code_2(capsys, argv):
+    """argparse printed its usage block before the error; like every other error of the command, one line."""
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "error: " in err and "--help" in err

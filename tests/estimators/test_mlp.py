@@ -48,6 +48,7 @@ def test_label_set_from_data_is_warned_and_ledger_is_charged():
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [({"epsilon": -1.0}, "epsilon"), ({"activation": "gelu"}, "activation"),
+                                               ({"learning_rate": -1.0}, "^learning_rate must be"),
                                                ({"hidden_layer_sizes": (0,)}, "hidden_layer_sizes"),
                                                ({"hidden_layer_sizes": None}, "hidden_layer_sizes"),  # was TypeError
                                                ({"hidden_layer_sizes": "10"}, "hidden_layer_sizes"),

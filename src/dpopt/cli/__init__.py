@@ -14,7 +14,7 @@ import importlib
 import sys
 from pathlib import Path
 
-__all__ = ["main", "UserError", "build_parser", "check_out"]
+__all__ = ["main", "UserError", "build_parser", "check_out", "Parser"]
 
 # Sub-command modules, in the order ``dpopt --help`` lists them.
 COMMANDS = ("demo", "fit", "predict", "tune", "account", "audit", "reproduce", "dualavg")
@@ -34,8 +34,17 @@ def check_out(option: str, path) -> None:
         raise UserError(f"{option} {str(path)!r} is a folder: give a file name inside it")
 
 
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors (an unknown option, a value of the wrong type, a missing
+    required option) are one line, as every other error of the command is, instead of argparse's
+    usage block followed by the error; exit code 2.  Sub-command parsers inherit it."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="dpopt", description="Differentially private optimization with one privacy accountant."
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")

@@ -11,7 +11,6 @@ F(x̄) (non-private diagnostic), both noise levels and the privacy record.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -21,7 +20,7 @@ import traceback
 
 import numpy as np
 
-from . import UserError, check_out
+from . import Parser, UserError, check_out
 
 
 def _add_arguments(p) -> None:
@@ -212,7 +211,7 @@ def run(args, argv=None) -> int:
 
 def main(argv=None) -> int:
     """``python -m dpopt.dualavg``: the same command without the ``dpopt`` prefix."""
-    parser = argparse.ArgumentParser(prog="python -m dpopt.dualavg", description=__doc__)
+    parser = Parser(prog="python -m dpopt.dualavg", description=__doc__)
     _add_arguments(parser)
     argv = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(argv)

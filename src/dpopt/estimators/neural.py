@@ -153,6 +153,8 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
         epsilon = check_positive("epsilon", self.epsilon)
         delta = check_delta("delta", self.delta)
         check_nonnegative("regularization", self.regularization)
+        if self.learning_rate is not None:  # (train names it lr)
+            check_positive("learning_rate", self.learning_rate)
         if self.activation not in _ACTIVATIONS:
             raise ValueError(f"activation must be one of {list(_ACTIVATIONS)}, got {self.activation!r}")
         sizes = self.hidden_layer_sizes
