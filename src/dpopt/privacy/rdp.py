@@ -806,14 +806,17 @@ def total_variation_room(delta: float) -> float:
     B(α) is below it accepts up to it (a parent is charged that much, :meth:`Ledger.fix_filter_order`).
     """
     square = _check_conversion_delta(delta) ** 2
+    return _largest_where(-math.log1p(-square), lambda r: bool(square >= -np.expm1(-np.float64(r))))
 
-    def inside(r: float) -> bool:
-        return bool(square >= -np.expm1(-np.float64(r)))
 
-    r = -math.log1p(-square)
-    while r > 0.0 and not inside(r):
+def _largest_where(start: float, holds) -> float:
+    """The largest float r ≥ 0 near ``start`` with ``holds(r)``, for a test that holds up to some value and
+    fails beyond it (a float test of a monotone conversion): down from ``start`` while it fails, then up
+    while the next float still holds."""
+    r = start
+    while r > 0.0 and not holds(r):
         r = math.nextafter(r, 0.0)
-    while inside(math.nextafter(r, math.inf)):
+    while holds(math.nextafter(r, math.inf)):
         r = math.nextafter(r, math.inf)
     return r
 
@@ -1158,12 +1161,8 @@ class RDPAccountant(AccountantBase):
         """
         i = self.order_index(order)
         budget, _ = self._headroom(epsilon, delta)
-        r = max(float(budget[i]), total_variation_room(delta))
-        while r > 0.0 and self._epsilon_of_entry(r, delta, i) > epsilon:
-            r = math.nextafter(r, 0.0)
-        while self._epsilon_of_entry(math.nextafter(r, math.inf), delta, i) <= epsilon:
-            r = math.nextafter(r, math.inf)
-        return r
+        return _largest_where(max(float(budget[i]), total_variation_room(delta)),
+                              lambda r: self._epsilon_of_entry(r, delta, i) <= epsilon)
 
     def fits(self, event: ev.Event, epsilon: float, delta: float, *, order: float | None = None) -> bool:
         """Whether ``epsilon_after(event, delta, order=order) <= epsilon``, mostly without converting.
