@@ -268,14 +268,14 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
         if alg3:
             lam, slope = self._alg3_setup(candidates, len(train))
         fits = (len(candidates) if alg3 else n_iter) + (1 if self.refit else 0)
-        book = self.ledger if self.ledger is not None else self._new_ledger(private, fits)
-        # A pure ε-DP estimator's fits along the search are charged one PureDP(ε) each (_fit_one); on a
-        # pure ledger the whole search is refused up front when it cannot afford every fit and the releases (their
-        # exact sum rounded up, as the ledger adds them: a float sum rounded down passed here, then the refit was
-        # refused after the releases)
+        # A pure ε-DP estimator's fits along the search are charged one PureDP(ε) each (_fit_one): the search
+        # needs every fit and the releases, their exact sum rounded up, as the ledger adds them (a float sum
+        # rounded down passed, then the refit was refused after the releases).  That is the default ledger's
+        # budget; a given pure ledger that cannot afford it refuses the whole search up front.
         pure_fit = float(self.estimator.get_params()["epsilon"]) if private else None
-        need = budget_for(epsilon, *[pure_fit] * fits) if pure_fit is not None else None
-        if need is not None and book.notion == "pure" and not book.can_afford(ev.PureDP(need)):
+        need = budget_for(epsilon, *[pure_fit] * fits) if private else epsilon
+        book = self.ledger if self.ledger is not None else Ledger(need, relation="replace_one")
+        if private and book.notion == "pure" and not book.can_afford(ev.PureDP(need)):
             raise BudgetExceededError(
                 f"the search needs epsilon={need:.6g} ({fits} fits at {pure_fit:g} and the "
                 f"releases' {epsilon:g}) but the ledger has {book.remaining().epsilon:.6g} left; nothing was spent"
@@ -359,13 +359,6 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
             "events": [e.to_dict() for e in book.events],
         }
         return self
-
-    def _new_ledger(self, private: bool, fits: int) -> Ledger:
-        epsilon = float(self.epsilon)
-        if not private:
-            return Ledger(epsilon, relation="replace_one")
-        est_eps = float(self.estimator.get_params()["epsilon"])
-        return Ledger(budget_for(epsilon, *[est_eps] * fits), relation="replace_one")  # every charge, exactly
 
     @staticmethod
     def _fit_one(model, X, y, book: Ledger, private: bool, summary: float | None = None):
