@@ -72,8 +72,7 @@ def _write(rows: list[list], out: Path | None) -> None:
     if out is None:
         sys.stdout.write(buffer.getvalue())
         return
-    check_out("--out", out)
-    folder = out.parent if str(out.parent) else Path(".")
+    folder = out.parent if str(out.parent) else Path(".")  # (checked by run before any work: check_out)
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
