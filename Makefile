@@ -18,7 +18,7 @@ demo: install
 
 test: install-test
 	$(PYTHON) -m ruff check src tests benchmarks
-	$(PYTHON) -m pytest -q
+	$(PYTHON) -m pytest -q -n auto --maxprocesses 4
 
 lint:
 	$(PYTHON) -m ruff check src tests benchmarks
