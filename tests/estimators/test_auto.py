@@ -31,6 +31,25 @@ def test_pure_budget_below_the_table_threshold_returns_the_private_majority_with
     assert choose(n=1000, d=108, epsilon=2.0, delta=0.0).method == "majority"  # s = 0.171: r = 18.5 is not enough
 
 
+def test_a_refused_pure_auto_fit_warns_nothing():
+    # an add/remove ledger (the Ledger default) is refused for auto at delta = 0 (replace-one methods); the
+    # small-budget warning, which states n (private under add/remove: 40 vs 39 rows), came first
+    from dpopt.privacy import BudgetExceededError, Ledger
+
+    rng = np.random.default_rng(0)
+    X, y = rng.random((40, 5)) / 3, np.arange(40) % 2
+    for rows in (40, 39):
+        for ledger, error in ((Ledger(1.0), ValueError), (Ledger(0.01, relation="replace_one"), BudgetExceededError)):
+            est = DPLogisticRegression(epsilon=0.05, data_norm=1.0, classes=[0, 1], ledger=ledger)
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                with pytest.raises(error):
+                    est.fit(X[:rows], y[:rows])
+    with pytest.warns(UtilityWarning, match="n\\*epsilon/d\\^2 = 40\\*0.05/6\\^2"):  # a fit that proceeds warns
+        DPLogisticRegression(epsilon=0.05, data_norm=1.0, classes=[0, 1], ledger=Ledger(1.0, relation="replace_one"),
+                             random_state=0).fit(X, y)
+
+
 def test_pure_budget_above_the_threshold_is_objective_perturbation_with_the_rate_rule():
     choice = choose(n=32561, d=108, epsilon=1.0, delta=0.0)
     r = 32561 / 108
@@ -228,7 +247,7 @@ def test_output_perturbation_regularization_follows_r_and_the_noise():
     est = DPLogisticRegression(epsilon=0.5, method="outpert", data_norm=1.0, random_state=0, classes=[0, 1])
     X = np.random.default_rng(0).uniform(-0.1, 0.1, size=(400, 4))
     y = (X[:, 0] > 0).astype(int)
-    assert est._plan("outpert", X.shape, 0.5, 0.0) == ("outpert", pytest.approx(0.3 / (400 * 0.5 / 4)))
+    assert est._plan("outpert", X.shape, 0.5, 0.0) == ("outpert", pytest.approx(0.3 / (400 * 0.5 / 4)), None)
     assert est._plan("outpert", X.shape, 0.5, 1e-5)[1] == pytest.approx(0.1 / (400 * 0.5 / 4))
     est.fit(X, y)
     assert est.privacy_spent_["epsilon"] <= 0.5

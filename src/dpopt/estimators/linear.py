@@ -330,16 +330,21 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
             budget = open_fit(self.ledger, epsilon, delta, notion=notion_of(named, delta, self.accountant),
                               relation="add_remove")
             size = self._public_count(budget, Z.shape[0], params, rng)
-            method, regularization = self._plan(method, (size, Z.shape[1]), budget.epsilon / parts, delta / parts)
+            method, regularization, warning = self._plan(method, (size, Z.shape[1]), budget.epsilon / parts,
+                                                         delta / parts)
             if needs_delta(method):  # the released count is the method's public normalizer too
                 params.setdefault("n_public", max(1, round(size)))
             if method == "dp-sgd":  # its measured plan (rate, steps) follows the count and ε
                 params = {**dpsgd_plan(size, Z.shape[1], budget.epsilon / parts, regularization), **params}
         else:  # replace-one: n is public
-            method, regularization = self._plan(method, Z.shape, epsilon / parts, delta / parts)
+            method, regularization, warning = self._plan(method, Z.shape, epsilon / parts, delta / parts)
+            # the ledger's checks first: a ledger of another relation (add/remove, where n is private) or
+            # too small a budget is refused before the warning, which states n, says anything
             budget = open_fit(self.ledger, epsilon, delta, notion=notion_of(method, delta, self.accountant),
                               relation=relation_of(method))
             self.count_ = None
+        if warning:
+            warnings.warn(warning, UtilityWarning, stacklevel=2)
         intercept = OBJPERT_INTERCEPT if method == "objpert" else 1.0
         if intercept != 1.0:
             Z = self._design(X, intercept)
@@ -401,28 +406,27 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         return self.count_["count"]
 
     def _plan(self, method: str, shape: tuple[float, int], epsilon: float, delta: float):
-        """(method, regularization) of one binary problem on the (n, d) design.
+        """(method, regularization, warning) of one binary problem on the (n, d) design.
 
-        ``method="auto"`` follows the measured table of :mod:`._auto` (and warns when the
-        budget is too small to learn at this n); an unset ``regularization`` is the table's
+        ``method="auto"`` follows the measured table of :mod:`._auto` (``warning``: the
+        :class:`UtilityWarning` text when the budget is too small to learn at this n, else None;
+        fit issues it once the ledger has accepted the fit); an unset ``regularization`` is the table's
         rule (:func:`_default_regularization`).  n is the data's own count under the
         replace-one relation of the pure methods (public there), the released or declared
         count (``count_``) under add/remove.
         """
         n, d = shape
-        regularization = self.regularization
+        regularization, warning = self.regularization, None
         if method == "auto":
             choice = choose_auto(n, d, epsilon, delta)
-            method = choice.method
+            method, warning = choice.method, choice.warning
             if regularization is None:
                 regularization = choice.regularization
-            if choice.warning:
-                warnings.warn(choice.warning, UtilityWarning, stacklevel=3)
         if regularization is None:
             noise = (self.method_params or {}).get("noise", "auto")
             gaussian = noise == "gaussian" or (noise == "auto" and delta > 0)
             regularization = _default_regularization(method, n * epsilon / d, gaussian=gaussian)
-        return method, float(regularization)
+        return method, float(regularization), warning
 
     def privacy_record(self) -> dict:
         """JSON-ready privacy record of the fit: ``privacy_spent_``, the method, the event log and ``disclosed``."""
