@@ -35,7 +35,7 @@ What a fit releases: ``coef_``, ``intercept_``, ``classes_`` and the privacy
 record (``privacy_spent_``, ``privacy_events_``, ``disclosed_``).  The
 optimizer's exact objective values, trajectories and solver statistics are in
 ``diagnostics_``, labelled non-private (:class:`~dpopt.result.Diagnostics`),
-and never saved with the model.
+and never saved with the model (neither in a JSON model file nor in a pickle).
 """
 
 from __future__ import annotations
@@ -452,6 +452,16 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         index = (scores > 0).astype(int) if scores.ndim == 1 else np.argmax(scores, axis=1)
         return self.classes_[index]
 
+    def __getstate__(self):
+        """The pickled state (``pickle``, ``joblib.dump``, ``copy``) leaves ``diagnostics_`` empty: a pickle
+        is how scikit-learn models are saved and shared, and the diagnostics are exact statistics of the
+        training data outside the guarantee (the objective value, the solver's iterations and gradient
+        norm), left out of a JSON model file alike (:mod:`.persist`)."""
+        state = super().__getstate__()
+        if "diagnostics_" in state:
+            state["diagnostics_"] = Diagnostics()
+        return state
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.non_deterministic = self.random_state is None
@@ -587,7 +597,7 @@ class DPLogisticRegression(_DPLinearClassifier):
     diagnostics_:
         Per one-vs-rest problem, the optimizer's exact objective value, trajectory, iteration
         count and solver statistics: :class:`~dpopt.result.Diagnostics`, labelled non-private and
-        never saved with the model.
+        never saved with the model (a JSON model file or a pickle: it is left empty there).
 
     Methods :meth:`privacy_record` (JSON-ready record with the event log) and the
     scikit-learn ones; :mod:`dpopt.estimators.persist` saves a fitted estimator as JSON.
