@@ -181,6 +181,24 @@ def test_undeclared_label_set_warns_and_is_disclosed():
     assert model_to_dict(est)["privacy"]["disclosed"] == est.disclosed_
 
 
+def test_smoothness_read_from_the_data_warns_and_is_disclosed():
+    # method_params={"L": None}: kuru2022's step sizes from the data's L (section 5), a conditional guarantee;
+    # the record said so only by its kind, with nothing disclosed and no warning
+    X, y = _data()
+    for method in ("dp-gd", "dp-nag-opt"):
+        est = DPLogisticRegression(method=method, data_norm=1.0, classes=CLASSES, random_state=0,
+                                   method_params={"L": None, "iterations": 5})
+        with pytest.warns(PrivacyLeakWarning, match="smoothness constant L"):
+            est.fit(X, y)
+        assert est.privacy_spent_["guarantee"] == "conditional"
+        assert any("smoothness constant L" in item for item in est.disclosed_)
+        assert any("smoothness constant L" in item for item in model_to_dict(est)["privacy"]["disclosed"])
+    with warnings.catch_warnings():  # the public L (the default) reads nothing
+        warnings.simplefilter("error")
+        est = DPLogisticRegression(method="dp-gd", data_norm=1.0, classes=CLASSES, random_state=0).fit(X, y)
+    assert est.disclosed_ == [] and est.privacy_spent_["guarantee"] == "exact"
+
+
 def test_declared_label_set_fixes_the_shape_and_refuses_other_labels():
     X, y = _data()
     with warnings.catch_warnings():

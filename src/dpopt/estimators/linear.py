@@ -367,6 +367,15 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
                 accountant=self.accountant,
                 secure_noise=bool(self.secure_noise),
             ))
+        if any(r.info.get("L_source") == "data" for r in results):  # method_params={"L": None}, the paper's way
+            warnings.warn(
+                "method_params L=None: the smoothness constant L that sets the step sizes was computed from the "
+                "data (kuru2022 §5), outside the guarantee (a conditional one); leave L unset for the public bound.",
+                PrivacyLeakWarning,
+                stacklevel=2,
+            )  # (before commit: under warnings-as-errors the fit raises and spends nothing)
+            disclosed.append("the smoothness constant L of the step sizes was computed from the data (method_params "
+                             "L=None)")
         budget.commit()
         W = np.stack([np.asarray(r.x, dtype=float) for r in results])
         self.classes_ = classes
@@ -587,7 +596,8 @@ class DPLogisticRegression(_DPLinearClassifier):
     privacy_events_:
         The fit's event log; the accountant of ``notion`` re-run over it gives ``privacy_spent_``.
     disclosed_:
-        What the fit read from the data outside the guarantee (undeclared label set or row bound).
+        What the fit read from the data outside the guarantee (undeclared label set or row bound, or the
+        smoothness constant L when ``method_params`` sets it to None).
     count_:
         Under add/remove-one (``delta > 0`` with ``"auto"`` and the RDP methods): the record count
         every size-dependent choice read, ``{"count", "source", "epsilon"}`` — released first by
