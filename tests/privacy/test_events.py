@@ -17,6 +17,7 @@ def base_events():
         st.builds(ev.VectorLaplace, positive, positive),
         st.builds(ev.Exponential, positive),
         st.builds(ev.PureDP, positive),
+        st.builds(ev.ApproxDP, positive, st.floats(min_value=1e-300, max_value=0.999999)),
         st.builds(ev.AboveThreshold.laplace, positive, positive, positive),
         st.builds(ev.AboveThreshold.gaussian, positive, positive, positive),
     )
@@ -74,6 +75,9 @@ def test_derived_parameters():
         (lambda: ev.SelfComposed(ev.PureDP(1.0), 0), "count"),
         (lambda: ev.AboveThreshold.laplace(0.0, 1.0), "epsilon1"),
         (lambda: ev.AboveThreshold("uniform", 1.0, 1.0), "noise"),
+        (lambda: ev.ApproxDP(0.0, 1e-6), "epsilon"),
+        (lambda: ev.ApproxDP(1.0, 0.0), "delta"),
+        (lambda: ev.ApproxDP(1.0, 1.0), "delta"),
     ],
 )
 def test_bad_parameters_are_named(build, name):

@@ -6,8 +6,9 @@ data-dependent release elsewhere in dpopt goes through :mod:`.mechanisms`
 Metropolis MCMC), which charges a :class:`Ledger` before it returns anything.
 """
 
-from . import accountant, calibration, events, mcmc, mechanisms, pld, pure, rdp, sampling, snapping, zcdp
+from . import accountant, approx, calibration, events, mcmc, mechanisms, pld, pure, rdp, sampling, snapping, zcdp
 from .accountant import Accountant, Relation, make_accountant, register_accountant
+from .approx import ApproxDPAccountant
 from .ledger import RELATIONS, BudgetExceededError, Ledger, PrivacySpent, budget_for, equal_share, remainder
 from .pld import PLDAccountant
 from .pure import PureDPAccountant
@@ -26,6 +27,7 @@ __all__ = [
     "mcmc",
     "calibration",
     "pure",
+    "approx",
     "rdp",
     "pld",
     "zcdp",
@@ -39,6 +41,7 @@ __all__ = [
     "PrivacySpent",
     "RELATIONS",
     "PureDPAccountant",
+    "ApproxDPAccountant",
     "RDPAccountant",
     "ZCDPAccountant",
     "PLDAccountant",

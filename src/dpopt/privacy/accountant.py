@@ -3,7 +3,8 @@
 An *accountant* interprets privacy events (DESIGN.md invariant 3): it composes
 them and converts the composition into an (ε, δ) guarantee.  Every accountant
 of dpopt — :class:`~dpopt.privacy.pure.PureDPAccountant`,
-:class:`~dpopt.privacy.rdp.RDPAccountant`,
+:class:`~dpopt.privacy.approx.ApproxDPAccountant` (basic composition of
+stated (ε, δ) guarantees), :class:`~dpopt.privacy.rdp.RDPAccountant`,
 :class:`~dpopt.privacy.zcdp.ZCDPAccountant` and the PLD accountant — has the
 :class:`Accountant` interface, so a :class:`~dpopt.privacy.Ledger` works with
 any of them and picks its fast budget check by the accountant's *type*.

@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass, fields
 from typing import ClassVar
 
-from .._validation import check_choice, check_int, check_positive, check_rate
+from .._validation import check_choice, check_int, check_open_unit, check_positive, check_rate
 
 __all__ = [
     "Event",
@@ -33,6 +33,7 @@ __all__ = [
     "DiscreteGaussian",
     "Exponential",
     "PureDP",
+    "ApproxDP",
     "AboveThreshold",
     "DiscreteAboveThreshold",
     "Subsampled",
@@ -306,6 +307,33 @@ class PureDP(Event):
     epsilon: float
 
     _checks: ClassVar[dict] = {"epsilon": check_positive}
+
+
+@dataclass(frozen=True)
+class ApproxDP(Event):
+    """Any release proven (ε, δ)-DP by other means, δ in (0, 1) (for δ = 0 use :class:`PureDP`).
+
+    It states a guarantee and nothing more: only the ``"approx"`` accountant
+    (:mod:`dpopt.privacy.approx`) composes it, by basic sequential composition
+    (ε's and δ's add up, Dwork & Roth 2014 Thm 3.16, also when each
+    mechanism is chosen adaptively, their §3.5.2).  Rényi DP, zCDP and a PLD cannot
+    represent an (ε, δ) guarantee alone, so their accountants refuse it
+    (:meth:`refusal`).
+    """
+
+    kind: ClassVar[str] = "approx_dp"
+    epsilon: float
+    delta: float
+
+    _checks: ClassVar[dict] = {"epsilon": check_positive, "delta": check_open_unit}
+
+    @staticmethod
+    def refusal(notion: str) -> ValueError:
+        """The one-line error of an accountant of ``notion`` that cannot represent an ApproxDP event."""
+        return ValueError(
+            f"ApproxDP states an (epsilon, delta) guarantee only, which {notion} accounting cannot represent; "
+            "compose it with accountant='approx'"
+        )
 
 
 @dataclass(frozen=True)

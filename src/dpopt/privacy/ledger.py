@@ -35,6 +35,7 @@ from .._validation import check_delta, check_int, check_nonnegative, check_posit
 from . import events as ev
 from . import pld, zcdp  # noqa: F401  (register "pld" and "zcdp")
 from .accountant import Accountant, AccountantBase, Relation, make_accountant, required_relation
+from .approx import ApproxDPAccountant
 from .pure import PureDPAccountant
 from .rdp import RDPAccountant, rdp_budget_per_order
 
@@ -55,7 +56,7 @@ class BudgetExceededError(RuntimeError):
 
 @dataclass(frozen=True)
 class PrivacySpent:
-    """A privacy guarantee: (epsilon, delta) under ``notion`` ("pure", "rdp" or "zcdp" accounting)."""
+    """A privacy guarantee: (epsilon, delta) under ``notion`` ("pure", "approx", "rdp", "zcdp" or "pld" accounting)."""
 
     epsilon: float
     delta: float
@@ -123,13 +124,17 @@ class Ledger:
     ----------
     epsilon, delta:
         The total budget.  A pure-DP accountant needs ``delta == 0``; the
-        others (RDP, zCDP, PLD) need ``delta > 0`` and report (ε, δ)-DP
-        through their conversion.
+        others (approx, RDP, zCDP, PLD) need ``delta > 0`` and report (ε, δ)-DP:
+        the approx accountant the sums of the charged ε's and δ's (a charge is
+        accepted when both sums fit), the others through their conversion at
+        the budget's δ.
     accountant:
         An accountant instance with nothing composed yet (anything with the
         :class:`~dpopt.privacy.accountant.Accountant` interface), or a
         registered name: ``"pure"``
-        (:class:`~dpopt.privacy.pure.PureDPAccountant`), ``"rdp"``
+        (:class:`~dpopt.privacy.pure.PureDPAccountant`), ``"approx"``
+        (:class:`~dpopt.privacy.approx.ApproxDPAccountant`: pure events and
+        stated ``ApproxDP`` guarantees by basic composition), ``"rdp"``
         (:class:`~dpopt.privacy.rdp.RDPAccountant`), ``"zcdp"``
         (:class:`~dpopt.privacy.zcdp.ZCDPAccountant`), ``"pld"``.
     relation:
@@ -356,6 +361,12 @@ class Ledger:
         if refused is not None:
             which = "this ledger" if refused is self else "a parent ledger"
             after = refused._accountant.copy().compose(event)
+            if isinstance(after, ApproxDPAccountant):  # both sums are checked: say which one overspends
+                raise BudgetExceededError(
+                    f"charging {type(event).__name__} would spend epsilon={after.composed_epsilon:.6g}, "
+                    f"delta={after.composed_delta:.6g} of {which}'s budget of epsilon={refused.epsilon:.6g}, "
+                    f"delta={refused.delta:g}; nothing was released"
+                )
             after = after.get_epsilon(refused.delta) if refused.delta else after.get_epsilon()
             raise BudgetExceededError(
                 f"charging {type(event).__name__} would spend epsilon={after:.6g} of {which}'s "
@@ -392,11 +403,16 @@ class Ledger:
             return PrivacySpent(0.0, 0.0, self.notion)
         if self.filter_order is not None:
             return PrivacySpent(self.epsilon, self.delta, self.notion)
+        if isinstance(self._accountant, ApproxDPAccountant):  # basic composition states the δ it composed
+            return PrivacySpent(self._current_epsilon(), self._accountant.composed_delta, self.notion)
         return PrivacySpent(self._current_epsilon(), self.delta, self.notion)
 
     def remaining(self) -> PrivacySpent:
-        """Budget ε minus spent ε (for RDP and zCDP a headroom, not an additive quantity)."""
-        return PrivacySpent(max(self.epsilon - self.spent().epsilon, 0.0), self.delta, self.notion)
+        """Budget ε minus spent ε (for RDP and zCDP a headroom, not an additive quantity); for the approx
+        accountant, whose δ's add up too, budget δ minus spent δ."""
+        spent = self.spent()
+        delta = max(self.delta - spent.delta, 0.0) if isinstance(self._accountant, ApproxDPAccountant) else self.delta
+        return PrivacySpent(max(self.epsilon - spent.epsilon, 0.0), delta, self.notion)
 
     def filter_cost(self, event: ev.Event) -> float:
         """The RDP of ``event`` at this Rényi filter's order: the very float :meth:`can_afford` and

@@ -622,6 +622,8 @@ def _plan(event: ev.Event) -> tuple:
     _flatten(event, 1, parts)
     plan = []
     for sub, n in parts:
+        if isinstance(sub, ev.ApproxDP):
+            raise ev.ApproxDP.refusal("PLD")
         pair = pld_pair(sub)
         if pair is None:
             RDPAccountant().cost(sub)

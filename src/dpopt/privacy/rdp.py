@@ -708,6 +708,8 @@ def _compute_curve(event: ev.Event, a: np.ndarray) -> np.ndarray:
         return event.count * _curve(event.event, a)
     if isinstance(event, ev.RenyiBound):
         return np.where(a <= event.order, event.rdp, np.inf)
+    if isinstance(event, ev.ApproxDP):
+        raise ev.ApproxDP.refusal("Renyi DP")
     raise TypeError(f"no RDP curve is known for event type {type(event).__name__}")
 
 

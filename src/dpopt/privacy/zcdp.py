@@ -91,6 +91,8 @@ def zcdp_rho(event: ev.Event) -> float:
         return math.fsum(zcdp_rho(e) for e in event.events)
     if isinstance(event, ev.SelfComposed):
         return event.count * zcdp_rho(event.event)
+    if isinstance(event, ev.ApproxDP):
+        raise ev.ApproxDP.refusal("zCDP")
     if isinstance(event, ev.Event):
         return 0.5 * pure_epsilon(event) ** 2
     raise TypeError(f"event must be a privacy Event, got {type(event).__name__}")
