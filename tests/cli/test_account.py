@@ -46,3 +46,29 @@ def test_an_events_path_that_is_a_folder_or_binary_is_one_line(tmp_path, capsys,
     err = capsys.readouterr().err
     expected = "a JSON file, got the directory" if content is None else "is not UTF-8 text"
     assert len(err.splitlines()) == 1 and err.startswith("dpopt account: error: ") and expected in err
+
+
+def test_an_approx_ledger_is_re_checked_in_epsilon_and_delta(capsys, tmp_path):
+    """A ledger of the approx accountant (a tuning run's fits as ApproxDP, a pure release) states its composed
+    (epsilon, delta): the log re-derives both; a file stating less delta than its events add up to is refused."""
+    from dpopt.privacy import Ledger, budget_for
+
+    ledger = Ledger(2.0, 1e-5, "approx", relation="replace_one")
+    ledger.charge(ev.ApproxDP(0.5, 3e-6))
+    ledger.charge(ev.ApproxDP(0.25, 1e-6))
+    ledger.child(1.0, accountant="pure").charge(ev.Laplace(4.0))
+    path = tmp_path / "ledger.json"
+    path.write_text(ledger.to_json())
+    rows = results(capsys, "--events", str(path))
+    delta = budget_for(3e-6, 1e-6)  # the exact sum rounded up: 4.000000000000001e-06
+    assert rows["approx"] == {"accountant": "approx", "applies": True, "epsilon": 1.0, "delta": delta}
+    assert not rows["pure"]["applies"] and "accountant='approx'" in rows["rdp"]["reason"]
+    assert main(["account", "--events", str(path)]) == 0
+    assert capsys.readouterr().out.startswith("stated     epsilon = 1 (approx, delta = 4e-06): the event log gives 1")
+    data = json.loads(ledger.to_json())
+    data["spent"]["delta"] = 3e-6
+    path.write_text(json.dumps(data))
+    assert main(["account", "--events", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "states delta=3e-06 but its event log gives delta=4e-06" in err
+    assert "approx" not in results(capsys, "--mechanism", "laplace", "--scale", "1")  # no ApproxDP: no approx row

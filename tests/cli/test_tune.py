@@ -102,9 +102,11 @@ def test_tune_algorithm_3_with_sklearn_protects_validation_only(root, capsys, mo
     (["--space", "C=1:10", "--epsilon", "1", "--algorithm", "2"], "give --A and --tau"),
     (["--space", "C=1:10", "--epsilon", "1", "--k1", "2"], "--k1 must be in"),
     (["--space", "C=1:10", "--epsilon", "1", "--estimator", "svm"], "--estimator must be one of"),
-    # the estimator's own message said "set delta > 0", which no option of dpopt tune does (--delta is the search's)
+    # the estimator's own message said "set delta > 0", which is --train-delta here (--delta is the search's)
     (["--space", "regularization=1e-4:1e-1:log", "--epsilon", "1", "--method", "dp-agd"],
-     "--method dp-agd gives (epsilon, delta)-DP: dpopt tune tunes pure epsilon-DP methods only"),
+     "--method dp-agd gives (epsilon, delta)-DP: give --train-delta > 0"),
+    (["--space", "regularization=1e-4:1e-1:log", "--epsilon", "1", "--method", "dp-agd", "--train-delta", "1"],
+     "--train-delta must be in [0, 1)"),
 ])
 def test_tune_errors_are_one_line(root, capsys, monkeypatch, extra, message):
     monkeypatch.chdir(root)
@@ -142,3 +144,31 @@ def test_tune_secure_noise_releases_everything_exactly(root, capsys, monkeypatch
                  "--secure-noise", "--out", "refused.json"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "secure_noise=True is available for the methods" in err[0]
+
+
+def test_tune_an_approximate_dp_method_end_to_end(root, capsys, monkeypatch):
+    """dpopt tune --method dp-blsgd --train-delta: each of the 3 fits and the refit is charged one ApproxDP of its
+    replace-one guarantee (2 x 0.5, (1 + e^0.5) x 1e-6), composed with the releases' 1.0 by basic composition; the
+    saved model's record is re-checked by dpopt account and the model predicts.  Before, the method was refused."""
+    from dpopt.privacy import budget_for
+    from dpopt.privacy.approx import group_privacy
+
+    monkeypatch.chdir(root)
+    code = main([*BASE, "--space", "regularization=1e-4:1e-1:log", "--epsilon", "1", "--train-epsilon", "0.5",
+                 "--train-delta", "1e-6", "--method", "dp-blsgd", "--out", "approx.json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    privacy = json.loads((root / "approx.json").read_text())["privacy"]
+    eps, delta = group_privacy(0.5, 1e-6)
+    fits = [e for e in privacy["events"] if e["type"] == "approx_dp"]
+    assert fits == [{"type": "approx_dp", "epsilon": eps, "delta": delta}] * 4
+    assert privacy["notion"] == "approx" and privacy["relation"] == "replace_one"
+    assert privacy["epsilon"] == budget_for(1.0, *[eps] * 4) and privacy["delta_ledger"] == budget_for(*[delta] * 4)
+    assert f"epsilon = 5, delta = {privacy['delta_ledger']:.3g} (approx accounting" in captured.out
+    model = json.loads((root / "approx.model.json").read_text())
+    assert (model["privacy"]["epsilon"], model["privacy"]["delta"]) == (privacy["epsilon"], privacy["delta_ledger"])
+    assert main(["account", "--events", "approx.model.json"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("stated     epsilon = 5 (approx, delta = 1.05949e-05): the event log gives 5")
+    assert "approx                 5   1.06e-05" in out
+    assert main(["predict", "--model", "approx.model.json", "--data", "train.csv", "--out", "approx.csv"]) == 0

@@ -1,5 +1,6 @@
 """DPBayesSearchCV: private selection over a search space for private and scikit-learn estimators."""
 
+import re
 import warnings
 
 import numpy as np
@@ -9,7 +10,9 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.tree import DecisionTreeClassifier
 
 from dpopt.estimators import DPBayesSearchCV, DPLogisticRegression, PrivacyLeakWarning
-from dpopt.privacy import BudgetExceededError, Ledger
+from dpopt.privacy import BudgetExceededError, Ledger, budget_for
+from dpopt.privacy import events as ev
+from dpopt.privacy.approx import group_privacy
 
 
 @pytest.fixture(scope="module")
@@ -106,19 +109,74 @@ def test_bad_input(data, kwargs, match):
             search.fit(X, y)
 
 
-def test_an_approximate_dp_estimator_is_refused_before_anything_is_spent(data):
-    """An (ε, δ) estimator's fits are composed from their own events, which depend on the candidate (DP-AGD's
-    budget increases: 3,664 vs 3,654 events when one validation label flipped): refused, nothing spent."""
+def _approx_event(epsilon, delta):
+    """The event each fit of an add/remove (epsilon, delta) estimator is charged under the search's replace-one."""
+    return ev.ApproxDP(*group_privacy(epsilon, delta, 2))
+
+
+def test_an_approximate_dp_estimator_is_charged_one_approx_event_per_fit(data):
+    """dp-blsgd (add/remove, (0.5, 1e-6)): each of the 3 steps and the refit runs on its own ledger of exactly
+    (0.5, 1e-6) and is charged one ApproxDP of its replace-one guarantee, (1.0, (1 + e^0.5)·1e-6); the selection's
+    two pure releases (1.0) compose with them by basic composition.  Before, such an estimator was refused."""
     X, y = data
-    book = Ledger(10.0, 1e-3, "rdp", relation="add_remove")
-    for method in ("dp-blsgd", "dp-agd", "dp-sgd"):
-        search = DPBayesSearchCV(DPLogisticRegression(epsilon=0.5, delta=1e-6, method=method, data_norm=1.0,
-                                                      classes=[0, 1]),
-                                 {"regularization": (1e-4, 1e-1, "log")}, epsilon=1.0, n_iter=3, n_candidates=8,
-                                 random_state=0, ledger=book)
-        with pytest.raises(ValueError, match=r"^DPBayesSearchCV tunes pure epsilon-DP estimators \(delta=0\) only"):
+    estimator = DPLogisticRegression(epsilon=0.5, delta=1e-6, method="dp-blsgd", data_norm=1.0, classes=[0, 1],
+                                     random_state=0)
+    search = DPBayesSearchCV(estimator, {"regularization": (1e-4, 1e-1, "log")}, epsilon=1.0, n_iter=3,
+                             n_candidates=8, random_state=0)
+    search.fit(X, y)
+    fit = _approx_event(0.5, 1e-6)
+    assert fit.epsilon == 1.0 and fit.delta >= 1e-6 * (1 + np.exp(0.5))
+    events = [ev.from_dict(e) for e in search.privacy_["events"]]
+    assert [e for e in events if isinstance(e, ev.ApproxDP)] == [fit] * 4
+    assert {type(e) for e in events} == {ev.ApproxDP, ev.Exponential, ev.Laplace}
+    book = search.ledger_
+    assert (book.notion, book.relation) == ("approx", "replace_one")
+    assert book.spent().epsilon == budget_for(1.0, *[fit.epsilon] * 4) == book.epsilon
+    assert book.spent().delta == budget_for(*[fit.delta] * 4) == book.delta
+    assert search.privacy_["epsilon"] == 5.0 and search.privacy_["delta_ledger"] == book.spent().delta
+    own = search.best_estimator_.privacy_spent_  # the refit spent at most its own budget, under add/remove
+    assert own["epsilon"] <= 0.5 and own["delta"] == 1e-6 and own["relation"] == "add_remove"
+    record = search.privacy_record()
+    assert (record["notion"], record["epsilon"], record["delta"]) == ("approx", 5.0, book.spent().delta)
+    assert Ledger.from_dict(book.to_dict()).spent() == book.spent()  # the event log re-derives the guarantee
+
+
+@pytest.mark.parametrize("ledger,match", [
+    (Ledger(10.0, 1e-3, "rdp", relation="replace_one"), "an (epsilon, delta) estimator's fits are charged as ApproxDP"),
+    (Ledger(10.0, relation="replace_one"), "an (epsilon, delta) estimator's fits are charged as ApproxDP"),
+    (Ledger(10.0, 1e-3, "approx", relation="add_remove"), "ledger.relation must be 'replace_one' for the search"),
+])
+def test_an_approximate_dp_estimator_needs_an_approx_replace_one_ledger(data, ledger, match):
+    X, y = data
+    search = DPBayesSearchCV(DPLogisticRegression(epsilon=0.5, delta=1e-6, method="dp-blsgd", data_norm=1.0,
+                                                  classes=[0, 1]),
+                             {"regularization": (1e-4, 1e-1, "log")}, epsilon=1.0, n_iter=3, n_candidates=8,
+                             random_state=0, ledger=ledger)
+    with pytest.raises(ValueError, match=f"^{re.escape(match)}"):
+        search.fit(X, y)
+    assert not ledger.events
+
+
+@pytest.mark.parametrize("short", ["epsilon", "delta"])
+def test_an_approximate_search_the_ledger_cannot_afford_is_refused_up_front(data, short):
+    """4 fits at (1.0, (1 + e^0.5)·1e-6) and the releases' 1.0: a ledger a hair short in ε or in δ refuses the
+    whole search before any fit, with nothing charged; the exact sums fit."""
+    X, y = data
+    fit = _approx_event(0.5, 1e-6)
+    need_eps, need_delta = budget_for(1.0, *[fit.epsilon] * 4), budget_for(*[fit.delta] * 4)
+    budget = {"epsilon": need_eps, "delta": need_delta}
+    budget[short] = np.nextafter(budget[short], 0.0)
+    book = Ledger(budget["epsilon"], budget["delta"], "approx", relation="replace_one")
+    estimator = DPLogisticRegression(epsilon=0.5, delta=1e-6, method="dp-blsgd", data_norm=1.0, classes=[0, 1])
+    search = DPBayesSearchCV(estimator, {"regularization": [1e-3, 1e-2]}, epsilon=1.0, n_iter=3, random_state=0,
+                             ledger=book)
+    fitted = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(DPLogisticRegression, "fit", lambda self, X, y: fitted.append(1) or self)
+        with pytest.raises(BudgetExceededError, match=r"^the search needs epsilon=5, delta=1\.05949e-05 \(4 fits "
+                                                      r"at 1, 2\.64872e-06 and the releases' 1\)"):
             search.fit(X, y)
-    assert not book.events
+    assert not book.events and not fitted
 
 
 def test_secure_noise_reaches_the_selection_and_a_secure_estimator_composes_with_it(data):
@@ -197,6 +255,42 @@ def test_warnings_do_not_tell_which_candidates_were_visited(neighbours):
         caught.append([(w.category, str(w.message)) for w in record])
     assert caught[0] == caught[1]
     assert [c for c, _ in caught[0]] == [PrivacyLeakWarning] * 2  # label set read: the first fit and the refit
+
+
+@pytest.mark.parametrize("method,n_iter,epsilon", [("dp-blsgd", 8, 0.5), ("dp-agd", 4, 2.0)])
+def test_an_approximate_search_releases_the_same_record_on_neighbouring_data(neighbours, method, n_iter, epsilon):
+    """Three neighbours, same seed: the data, one validation label flipped, one training row dropped.  What an
+    (epsilon, delta) fit's own events would have told differs between them (dp-blsgd: GP-UCB visits other
+    candidates, in another order; dp-agd: the fits' own event counts, its budget increases, differ), yet the
+    released record (privacy_, privacy_record()) and the warnings are identical: one ApproxDP per fit."""
+    X, y, y2 = neighbours
+    k = int(np.setdiff1d(np.arange(200), _validation_rows(200, 1))[0])  # a training row
+    fitted = DPBayesSearchCV._fit_one
+    outcomes = []
+    for data in ((X, y), (X, y2), (np.delete(X, k, axis=0), np.delete(y, k))):
+        trace = []
+
+        def spy(model, *args, trace=trace, **kwargs):
+            out = fitted(model, *args, **kwargs)
+            trace.append((model.get_params()["regularization"], len(model.privacy_events_)))
+            return out
+
+        estimator = DPLogisticRegression(epsilon=epsilon, delta=1e-6, method=method, data_norm=1.0, random_state=0)
+        search = DPBayesSearchCV(estimator, SPACE, epsilon=1.0, n_iter=n_iter, n_candidates=32, noise_std=0.5,
+                                 random_state=1)
+        with pytest.MonkeyPatch.context() as mp, warnings.catch_warnings(record=True) as caught:
+            mp.setattr(DPBayesSearchCV, "_fit_one", staticmethod(spy))
+            warnings.simplefilter("always")
+            search.fit(*data)
+        outcomes.append((trace, search.privacy_, search.privacy_record(), [(w.category, str(w.message))
+                                                                            for w in caught]))
+    traces, privacy, records, caught = zip(*outcomes, strict=True)
+    assert len(set(map(tuple, traces))) > 1  # a record built from the fits' own events would differ
+    assert privacy[0] == privacy[1] == privacy[2] and records[0] == records[1] == records[2]
+    assert caught[0] == caught[1] == caught[2] and [c for c, _ in caught[0]] == [PrivacyLeakWarning] * 2
+    fit = _approx_event(epsilon, 1e-6)
+    assert privacy[0]["events"].count(fit.to_dict()) == n_iter + 1 and privacy[0]["notion"] == "approx"
+    assert privacy[0]["epsilon"] == budget_for(1.0, *[fit.epsilon] * (n_iter + 1))
 
 
 @pytest.mark.parametrize("value", [np.nan, np.inf])

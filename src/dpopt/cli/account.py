@@ -11,7 +11,9 @@ PLD, the line below the table says which part the RDP accountant produced.
 A file that states its guarantee (a model, a privacy record, a ledger) is
 re-checked: its event log is re-accounted with the stated notion at the stated
 δ, and a log that gives a larger ε than the file states is an error (the file
-was edited, or its guarantee does not hold).  Parameters outside the range
+was edited, or its guarantee does not hold); under ``approx`` accounting
+(basic composition of stated (ε, δ) guarantees, e.g. a tuning run's fits) the
+log's δ sum must also be within the stated δ.  Parameters outside the range
 where the accountants' arithmetic is exact (e.g. a noise multiplier of 1e-300)
 are refused with one line naming the parameter and the usable range.
 """
@@ -25,8 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..privacy import PLDAccountant, PureDPAccountant, RDPAccountant, ZCDPAccountant
+from ..privacy import ApproxDPAccountant, PLDAccountant, PureDPAccountant, RDPAccountant, ZCDPAccountant
 from ..privacy import events as ev
+from ..privacy.approx import holds_approx
 from . import UserError
 
 MECHANISMS = ("laplace", "gaussian", "vector-laplace", "exponential", "svt-laplace", "svt-gaussian")
@@ -139,7 +142,8 @@ def stated_guarantee(data) -> dict | None:
 def check_stated(event: ev.Event, stated: dict, path) -> str:
     """Re-account ``event`` with the stated notion at the stated δ; refuse a log that gives more ε."""
     notion, epsilon, delta = stated["notion"], stated["epsilon"], stated["delta"]
-    accountants = {"pure": PureDPAccountant, "rdp": RDPAccountant, "zcdp": ZCDPAccountant, "pld": PLDAccountant}
+    accountants = {"pure": PureDPAccountant, "approx": ApproxDPAccountant, "rdp": RDPAccountant,
+                   "zcdp": ZCDPAccountant, "pld": PLDAccountant}
     if notion not in accountants or not isinstance(epsilon, int | float) or not isinstance(delta, int | float):
         raise UserError(f"{path} states a guarantee this dpopt cannot check: {stated}")
     try:
@@ -147,6 +151,11 @@ def check_stated(event: ev.Event, stated: dict, path) -> str:
         derived = _quietly(lambda: float(acc.get_epsilon() if notion == "pure" else acc.get_epsilon(delta)))
     except (ValueError, TypeError, ArithmeticError, MemoryError) as exc:
         raise UserError(f"{path}: its event log cannot be accounted as {notion} ({exc})") from None
+    if notion == "approx" and acc.composed_delta > delta:  # its δ's add up: the stated δ must cover them
+        raise UserError(
+            f"{path} states delta={delta:g} but its event log gives delta={acc.composed_delta:.6g} under approx "
+            "accounting: the stated guarantee does not hold (edited or wrong file)"
+        )
     if derived > epsilon * (1.0 + 1e-9):
         raise UserError(
             f"{path} states epsilon={epsilon:.6g} but its event log gives epsilon={derived:.6g} under {notion} "
@@ -183,16 +192,23 @@ def _quietly(compute):
 def evaluate(event: ev.Event, delta: float, target_epsilon: float | None = None) -> list[dict]:
     """ε (and δ at ``target_epsilon``) of ``event`` under every accountant that applies."""
     rows = []
-    accountants = (("pure", PureDPAccountant), ("rdp", RDPAccountant), ("zcdp", ZCDPAccountant), ("pld", PLDAccountant))
+    accountants = (("pure", PureDPAccountant), ("approx", ApproxDPAccountant), ("rdp", RDPAccountant),
+                   ("zcdp", ZCDPAccountant), ("pld", PLDAccountant))
+    if not holds_approx(event):  # its row would repeat the pure one
+        accountants = tuple(a for a in accountants if a[0] != "approx")
     for name, accountant in accountants:
 
         def compute(name=name, accountant=accountant):
             acc = accountant().compose(event)
+            if name == "approx":  # basic composition: its own (ε, δ), the sums, whatever --delta
+                epsilon, at = acc.composed_epsilon, acc.composed_delta
+            else:
+                epsilon, at = acc.get_epsilon() if name == "pure" else acc.get_epsilon(delta), delta
             row = {
                 "accountant": name,
                 "applies": True,
-                "epsilon": float(acc.get_epsilon() if name == "pure" else acc.get_epsilon(delta)),
-                "delta": 0.0 if name == "pure" else delta,
+                "epsilon": float(epsilon),
+                "delta": 0.0 if name == "pure" else at,
             }
             if target_epsilon is not None:
                 row["delta_at_target"] = float(acc.get_delta(target_epsilon))

@@ -7,8 +7,15 @@ then the chosen hyper-parameters and the best validation score are released
 by the exponential and Laplace mechanisms with the budget ``--epsilon``.
 
 ``--estimator logistic`` or ``huber-svc`` (dpopt's private classifiers) also
-protects the training rows: each fit spends ``--train-epsilon`` and the
-report's ε composes every fit with the selection.  ``--estimator
+protects the training rows: each fit spends ``--train-epsilon`` (and
+``--train-delta``) and the report's ε composes every fit with the selection.
+With ``--train-delta 0`` (the default) the fits are pure ε-DP (``--method``
+auto, objpert, outpert, dp-gd, ...); with ``--train-delta D > 0`` any method
+(auto, dp-blsgd, dp-sgd, dp-agd, ...) fits with (ε, δ) and each fit is
+charged one (ε, δ) guarantee, the same whatever its hyper-parameters, under
+the search's replace-one relation ((2ε, (1 + e^ε)δ) for the add/remove
+methods); the report's (ε, δ) is their sum with the selection's ε (basic
+composition, ``approx`` accounting).  ``--estimator
 sklearn-logistic`` (scikit-learn's non-private LogisticRegression without
 intercept, tuned over C) protects the validation rows only, and is the
 estimator of ``--algorithm 3`` (worst-case ε-DP; rows clipped to ``--data-norm``).
@@ -70,8 +77,12 @@ def register(sub) -> None:
     p.add_argument("--tau", type=float, help="Algorithm 2: de Freitas et al.'s constant tau")
     p.add_argument("--train-epsilon", type=float, metavar="E",
                    help="budget of each private training fit (default: --epsilon)")
+    p.add_argument("--train-delta", type=float, default=0.0, metavar="D",
+                   help="delta of each private training fit, in [0, 1) (default 0: pure epsilon-DP fits); "
+                   "> 0 for the (epsilon, delta) methods (dp-blsgd, dp-sgd, dp-agd, ...)")
     p.add_argument("--method", default="auto", metavar="M",
-                   help="optimizer of the private estimator (as dpopt fit; pure epsilon-DP methods only)")
+                   help="optimizer of the private estimator (as dpopt fit; the (epsilon, delta) methods need "
+                   "--train-delta > 0)")
     p.add_argument("--secure-noise", action="store_true",
                    help="floating-point-safe releases (exact discrete noise from the OS CSPRNG, same epsilon); "
                    "with a dpopt estimator its fits too (a --method that accepts it, e.g. dp-gd)")
@@ -119,16 +130,17 @@ def _estimator(args, data_norm: float):
     cls = DPLogisticRegression if args.estimator == "logistic" else DPHuberSVC
     train_eps = args.epsilon if args.train_epsilon is None else args.train_epsilon
     return cls(
-        epsilon=train_eps, method=args.method, data_norm=data_norm, random_state=args.seed,
+        epsilon=train_eps, delta=args.train_delta, method=args.method, data_norm=data_norm, random_state=args.seed,
         classes=parse_classes(args.classes), secure_noise=args.secure_noise,
     )  # fmt: skip
 
 
 def _check(args) -> None:
-    from .._validation import check_open_unit, check_positive
+    from .._validation import check_delta, check_open_unit, check_positive
 
     try:
         check_positive("--epsilon", args.epsilon)
+        check_delta("--train-delta", args.train_delta)
         check_open_unit("--delta", args.delta)
         check_open_unit("--validation-size", args.validation_size)
         if args.train_epsilon is not None:
@@ -143,9 +155,9 @@ def _check(args) -> None:
         raise UserError(f"--estimator must be one of {', '.join(ESTIMATORS)}, got {args.estimator!r}")
     from ..estimators._dispatch import needs_delta
 
-    if args.estimator != "sklearn-logistic" and needs_delta(args.method):  # DPBayesSearchCV tunes pure ε-DP only
-        raise UserError(f"--method {args.method} gives (epsilon, delta)-DP: dpopt tune tunes pure epsilon-DP methods "
-                        "only (auto, objpert, outpert, dp-gd, ...; --delta is the search's, not the fits')")
+    if args.estimator != "sklearn-logistic" and needs_delta(args.method) and args.train_delta == 0.0:
+        raise UserError(f"--method {args.method} gives (epsilon, delta)-DP: give --train-delta > 0 (e.g. "
+                        "--train-delta 1e-6; --delta is the search's, not the fits')")
     if args.algorithm == 3 and args.estimator != "sklearn-logistic":
         raise UserError("--algorithm 3 needs exact minimizers: use --estimator sklearn-logistic with --space C=LO:HI")
     if args.algorithm == 2 and (args.A is None or args.tau is None):
@@ -207,7 +219,8 @@ def run(args) -> int:
         exact = " (exact, floating-point safe)" if args.secure_noise else ""
         print(f"best       {params} (released by the exponential mechanism{exact})")
         print(f"score      {search.best_score_:.6g} (released with {'discrete ' if exact else ''}Laplace noise)")
-        print(f"privacy    epsilon = {privacy['epsilon']:.6g} ({privacy['notion']} accounting, "
+        delta = f", delta = {privacy['delta_ledger']:.3g}" if privacy["delta_ledger"] else ""
+        print(f"privacy    epsilon = {privacy['epsilon']:.6g}{delta} ({privacy['notion']} accounting, "
               f"{len(privacy['events'])} events), selection {privacy['selection_guarantee']}; protects "
               f"{privacy['protects']}")
         print(f"assumption {privacy['selection']['notes']}")

@@ -14,24 +14,28 @@ What is protected.
   stated ``k1``) or Algorithm 3 (``exact``, worst case; see below).
 - The *training* rows only when the estimator is itself private (a dpopt
   estimator with ``epsilon``): each of its fits is charged to the same ledger,
-  so the ledger's ε composes every training run with the selection.  With a
+  so the ledger's ε (and δ) composes every training run with the selection.  With a
   non-private estimator (any scikit-learn estimator) the training rows are
   not protected; ``privacy_["protects"]`` says so and a warning is issued.
 - Which candidates GP-UCB visits depends on the validation rows, so nothing
   released may tell: a private estimator is fitted and charged at every one
-  of the ``n_iter`` steps (a candidate visited again included), a pure ε-DP
-  estimator's fit there as one ``PureDP(ε)`` whatever its candidate (its own
-  events may depend on the hyper-parameters), and only the first step's fit
-  (candidate 0, fixed before any score) and the refit may warn; the scoring
-  never does.  A private estimator or Algorithm 3 refuses a NaN or infinite
-  ``X`` before anything is spent, and a private estimator a candidate with
-  invalid parameters.  The space may not tune a private estimator's budget
-  (:data:`BUDGET_PARAMS`).  A private estimator must be pure ε-DP
-  (``delta=0``): an (ε, δ) estimator's fits could only be composed from their
-  own events (RDP), and those depend on the candidate (an adaptive method's
-  budget increases, its planned steps), so the search's privacy record would
-  name the visited candidates; an (ε, δ) fit has no event that is the same
-  whatever its candidate, as ``PureDP(ε)`` is for a pure one.
+  of the ``n_iter`` steps (a candidate visited again included), each fit
+  there as one event whatever its candidate (its own events may depend on the
+  hyper-parameters: DP-AGD's budget increases, the planned steps), and only
+  the first step's fit (candidate 0, fixed before any score) and the refit
+  may warn; the scoring never does.  A pure ε-DP estimator's fit is charged
+  ``PureDP(ε)`` (a pure ledger); an (ε, δ) estimator's (``delta > 0``: dp-blsgd,
+  dp-sgd, dp-agd, ``DPMLPClassifier``, ...) runs on its own ledger of exactly
+  (ε, δ) and is charged one ``ApproxDP`` stating its guarantee under the
+  search's replace-one relation (:func:`_fit_event`: (2ε, (1 + e^ε)δ) for the
+  add/remove methods, by group privacy), composed with the selection's pure
+  ε by basic composition (an ``"approx"`` ledger, Dwork & Roth 2014
+  Thm 3.16, which holds under adaptive choice).  A private estimator or
+  Algorithm 3 refuses a NaN or infinite ``X`` before anything is spent, and a
+  private estimator a candidate with invalid parameters.  The space may not
+  tune a private estimator's budget (:data:`BUDGET_PARAMS`).
+- The relation is replace-one (:data:`RELATION`): the seeded split is a
+  function of the public row count.
 
 ``cv_results_`` lists the candidate set Λ (public: it depends on the space
 and the seed only) and which candidate was released; the per-candidate
@@ -62,6 +66,7 @@ from .._validation import as_generator, check_finite_array, check_int, check_pos
 from ..bayesopt import CandidateSet, optimize
 from ..privacy import BudgetExceededError, Ledger, budget_for
 from ..privacy import events as ev
+from ..privacy.approx import group_privacy
 from .linear import PrivacyLeakWarning
 
 __all__ = ["DPBayesSearchCV", "RowClipper"]
@@ -84,7 +89,7 @@ class RowClipper(TransformerMixin, BaseEstimator):
 
 
 #: Parameters of a private estimator that the space may not tune: its budget (each fit of the search is
-#: charged the estimator's own ε as one ``PureDP(ε)``).
+#: charged one event of the estimator's own (ε, δ), :func:`_fit_event`).
 BUDGET_PARAMS = ("epsilon", "delta", "ledger")
 
 
@@ -94,6 +99,66 @@ def _is_private(estimator) -> bool:
 
 def _delta(estimator) -> float:
     return float(estimator.get_params().get("delta", 0.0))
+
+
+#: The neighbouring relation of the search: replace one record.  The split is a seeded function of the (public)
+#: row count, so a replaced record is a replaced training record (each fit) or a replaced validation record (the
+#: selection, kusner2015 §2.1); under add/remove the split itself would change.
+RELATION = "replace_one"
+
+
+def _fit_event(estimator) -> ev.Event:
+    """The one event every fit of a private ``estimator`` is charged, whatever its candidate and the data.
+
+    A pure ε-DP estimator (``delta=0``): ``PureDP(ε)``.  An (ε, δ) one: ``ApproxDP`` of its guarantee under the
+    search's replace-one relation: (ε, δ) where the estimator's guarantee is a replace-one one, else (its methods
+    with δ > 0 are add/remove: Poisson sampling and a released count) the group-privacy bound of one removal and
+    one addition, (2ε, (1 + e^ε)δ) (:func:`~dpopt.privacy.approx.group_privacy`).  Each fit is (ε, δ)-DP whatever
+    its hyper-parameters (its own ledger of exactly that budget refuses anything more), so this event is a true
+    statement about every fit, and basic composition, which holds when each fit is chosen adaptively from the
+    releases before it (Dwork & Roth 2014 Thm 3.16, adaptive form §3.5.2), adds them up with the selection's
+    pure ε.  The fit's own events (an adaptive method's budget increases, its planned steps) depend on the
+    candidate: they stay in the fit's own ledger and are never charged to the search's.
+    """
+    params = estimator.get_params()
+    epsilon, delta = float(params["epsilon"]), _delta(estimator)
+    if delta == 0.0:
+        return ev.PureDP(epsilon)
+    if _relation(estimator) == RELATION:
+        return ev.ApproxDP(epsilon, delta)
+    return ev.ApproxDP(*group_privacy(epsilon, delta, 2))
+
+
+def _relation(estimator) -> str:
+    """The relation of the estimator's guarantee; add/remove (the conservative reading) when it does not say."""
+    return getattr(estimator, "_guarantee_relation", lambda: "add_remove")()
+
+
+def _check_approx_ledger(book: Ledger) -> None:
+    """A ledger the search may charge ``ApproxDP`` events to: the approx accountant, the replace-one relation."""
+    if book.notion != "approx":
+        raise ValueError(
+            "an (epsilon, delta) estimator's fits are charged as ApproxDP events: the ledger must have "
+            f"accountant='approx' (basic composition), got {book.notion!r}; nothing was spent"
+        )
+    if book.relation != RELATION:
+        raise ValueError(f"ledger.relation must be {RELATION!r} for the search (a seeded split of the rows), "
+                         f"got {book.relation!r}; nothing was spent")
+
+
+def _check_fit_spent(model) -> None:
+    """An (ε, δ) fit on its own ledger spent at most the estimator's (ε, δ), under the relation its event assumed.
+
+    Its ledger refuses anything more, so this holds by construction; it is checked because the search's charge
+    states it (a failure raises before the search's ledger is charged, and nothing of the fit is released).
+    """
+    spent, params = model.privacy_spent_, model.get_params()
+    if not (spent["epsilon"] <= float(params["epsilon"]) and spent["delta"] <= float(params["delta"])
+            and spent["relation"] in (_relation(model), RELATION)):
+        raise RuntimeError(
+            f"a fit of the search spent epsilon={spent['epsilon']!r}, delta={spent['delta']!r} under "
+            f"{spent['relation']!r}, beyond the estimator's (epsilon, delta) under {_relation(model)!r}"
+        )
 
 
 def _soft_accuracy(slope: float):
@@ -115,9 +180,10 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
     ----------
     estimator:
         A scikit-learn estimator (cloned for every fit).  A dpopt private
-        estimator (``DPLogisticRegression``, ``DPHuberSVC``) also protects the
-        training rows, its fits charged to the same ledger; it must be pure
-        ε-DP (``delta=0``, the default: objpert, outpert, dp-gd, ...).
+        estimator (``DPLogisticRegression``, ``DPHuberSVC``, ``DPMLPClassifier``)
+        also protects the training rows, its fits charged to the same ledger:
+        ``PureDP(ε)`` each for a pure ε-DP one (``delta=0``), one ``ApproxDP``
+        each for an (ε, δ) one (the module docstring).
     space:
         ``{name: (low, high)}``, ``{name: (low, high, "log")}`` (Sobol points,
         ``n_candidates`` of them) or ``{name: [values, ...]}`` (the product grid);
@@ -146,8 +212,11 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
         for a private estimator this is one more charged fit.
     ledger:
         A :class:`~dpopt.privacy.Ledger` charged with every fit and release;
-        by default a new one sized for them.  A pure ledger too small for them
-        all (a pure ε-DP estimator) refuses the search before anything is spent.
+        by default a new one sized for them (pure, or ``accountant="approx"``
+        with δ = the fits' δ's for an (ε, δ) estimator; relation replace-one).
+        A pure or approx ledger too small for them all (a private estimator)
+        refuses the search before anything is spent; an (ε, δ) estimator needs
+        an approx ledger of the replace-one relation.
     random_state:
         Seed of the split, the Sobol points and the noise.
     secure_noise:
@@ -238,11 +307,6 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
         if self.algorithm not in (1, 2, 3):
             raise ValueError(f"algorithm must be 1, 2 or 3, got {self.algorithm!r}")
         private = _is_private(self.estimator)
-        if private and _delta(self.estimator) > 0.0:  # before anything is spent
-            raise ValueError(
-                "DPBayesSearchCV tunes pure epsilon-DP estimators (delta=0) only: the events of an (epsilon, delta) "
-                "estimator's fits depend on the candidate and would tell which candidates the search visited"
-            )
         alg3 = self.algorithm == 3
         if private or alg3:  # they refuse a NaN or infinite row: refused here, before anything is spent
             check_finite_array("X", X)
@@ -268,18 +332,34 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
         if alg3:
             lam, slope = self._alg3_setup(candidates, len(train))
         fits = (len(candidates) if alg3 else n_iter) + (1 if self.refit else 0)
-        # A pure ε-DP estimator's fits along the search are charged one PureDP(ε) each (_fit_one): the search
-        # needs every fit and the releases, their exact sum rounded up, as the ledger adds them (a float sum
+        # A private estimator's fits along the search are charged one event each (_fit_one), the same whatever the
+        # candidate: PureDP(ε) for a pure ε-DP estimator, ApproxDP for an (ε, δ) one (_fit_event).  The search
+        # needs every fit and the releases, their exact sums rounded up, as the ledger adds them (a float sum
         # rounded down passed, then the refit was refused after the releases).  That is the default ledger's
-        # budget; a given pure ledger that cannot afford it refuses the whole search up front.
-        pure_fit = float(self.estimator.get_params()["epsilon"]) if private else None
-        need = budget_for(epsilon, *[pure_fit] * fits) if private else epsilon
-        book = self.ledger if self.ledger is not None else Ledger(need, relation="replace_one")
-        if private and book.notion == "pure" and not book.can_afford(ev.PureDP(need)):
-            raise BudgetExceededError(
-                f"the search needs epsilon={need:.6g} ({fits} fits at {pure_fit:g} and the "
-                f"releases' {epsilon:g}) but the ledger has {book.remaining().epsilon:.6g} left; nothing was spent"
-            )
+        # budget; a given ledger that cannot afford it refuses the whole search up front.
+        summary = _fit_event(self.estimator) if private else None
+        approx = isinstance(summary, ev.ApproxDP)
+        need = budget_for(epsilon, *[summary.epsilon] * fits) if private else epsilon
+        need_delta = budget_for(*[summary.delta] * fits) if approx else 0.0
+        if need_delta >= 1.0:
+            raise ValueError(f"the search's {fits} fits at delta={summary.delta:g} add up to delta >= 1")
+        if self.ledger is not None:
+            book = self.ledger
+        else:
+            book = Ledger(need, need_delta, "approx" if approx else "pure", relation=RELATION)
+        if approx:
+            _check_approx_ledger(book)
+        if private and book.notion in ("pure", "approx"):
+            total = ev.ApproxDP(need, need_delta) if approx else ev.PureDP(need)
+            if not book.can_afford(total):
+                what = f"epsilon={need:.6g}, delta={need_delta:.6g}" if approx else f"epsilon={need:.6g}"
+                at = f"{summary.epsilon:g}, {summary.delta:g}" if approx else f"{summary.epsilon:g}"
+                left = book.remaining()
+                has = f"{left.epsilon:.6g}, delta={left.delta:.6g}" if approx else f"{left.epsilon:.6g}"
+                raise BudgetExceededError(
+                    f"the search needs {what} ({fits} fits at {at} and the releases' {epsilon:g}) but the ledger "
+                    f"has {has} left; nothing was spent"
+                )
         if not private:
             warnings.warn(
                 f"{type(self.estimator).__name__} is not a private estimator: only the validation rows are "
@@ -299,7 +379,7 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
             scorer = get_scorer(self.scoring)
             gain = scorer
 
-        def make(i: int, summary=None):
+        def make(i: int, summary: ev.Event | None = None):
             params = candidates.params(i)
             model = clone(base)
             if alg3:
@@ -320,7 +400,7 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
                 with warnings.catch_warnings():
                     if steps:
                         warnings.simplefilter("ignore")
-                    model = make(i, pure_fit)
+                    model = make(i, summary)
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     cache[i] = float(gain(model, X_val, y_val))
@@ -344,8 +424,8 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
             "released": np.arange(len(candidates)) == self.best_index_,
         }
         self.ledger_ = book
-        if self.refit:
-            self.best_estimator_ = make(self.best_index_)
+        if self.refit:  # the released candidate: its own events for a pure fit, one ApproxDP for an (ε, δ) one
+            self.best_estimator_ = make(self.best_index_, summary if approx else None)
         self.privacy_ = {
             "epsilon": book.spent().epsilon,
             "delta_ledger": book.spent().delta,
@@ -361,7 +441,7 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
         return self
 
     @staticmethod
-    def _fit_one(model, X, y, book: Ledger, private: bool, summary: float | None = None):
+    def _fit_one(model, X, y, book: Ledger, private: bool, summary: ev.Event | None = None):
         """Fit one candidate; a private fit is charged to ``book`` (through its ``ledger=`` when it has one).
 
         The fitted model itself is never released (only the mechanisms' outputs
@@ -369,22 +449,32 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
         estimators' repeated-fit warning is silenced: here the ledger composes
         every fit.
 
-        ``summary`` (a pure ε-DP estimator's ε, for the fits along the search):
-        the fit spends from a scratch copy of ``book`` (so it is still refused,
-        before any noise, when ε does not fit or the relation differs), and
-        ``book`` is charged ``PureDP(ε)`` — the same event whatever the
-        candidate, where the fit's own events (objpert's, outpert's) depend on
-        its hyper-parameters and would tell which candidates were visited.
+        ``summary`` (:func:`_fit_event`, for the fits along the search and an
+        (ε, δ) estimator's refit): ``book`` is charged that one event — the same
+        whatever the candidate, where the fit's own events (objpert's,
+        DP-AGD's) depend on its hyper-parameters and would tell which
+        candidates were visited.  A pure fit (``PureDP(ε)``) spends from a
+        scratch copy of ``book`` (so it is still refused, before any noise,
+        when ε does not fit or the relation differs).  An (ε, δ) fit
+        (``ApproxDP``) spends from its own new ledger of exactly its (ε, δ)
+        (``ledger=None``: its events are not pure, and ``book`` composes
+        stated guarantees only), and what that ledger reports is checked
+        against the estimator's (ε, δ) before ``book`` is charged.
         """
         if summary is not None:
-            event = ev.PureDP(summary)
-            if not book.can_afford(event):
-                raise BudgetExceededError(f"a fit of the search needs epsilon={summary:.6g}, more than the ledger "
-                                          f"has left ({book.remaining().epsilon:.6g}); nothing was spent")
-            if "ledger" in model.get_params():
+            approx = isinstance(summary, ev.ApproxDP)
+            if not book.can_afford(summary):
+                what = f"epsilon={summary.epsilon:.6g}" + (f", delta={summary.delta:.6g}" if approx else "")
+                raise BudgetExceededError(f"a fit of the search needs {what}, more than the ledger has left "
+                                          f"({book.remaining().epsilon:.6g}); nothing was spent")
+            if "ledger" in model.get_params() and approx:
+                model.set_params(ledger=None)
+            elif "ledger" in model.get_params():
                 model.set_params(ledger=copy.deepcopy(book))
             model.fit(X, y)
-            book.charge(event)
+            if approx:
+                _check_fit_spent(model)
+            book.charge(summary)
             return model
         if private and "ledger" in model.get_params():
             model.set_params(ledger=book)

@@ -220,6 +220,15 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
                 check_secure_noise(method)
         return method, epsilon, delta
 
+    def _guarantee_relation(self) -> str:
+        """The neighbouring relation of every fit's guarantee, from the parameters alone (as :meth:`fit` picks
+        it: add/remove where the fit releases its record count, else the method's; ``"auto"`` at δ = 0 fits
+        one of the pure replace-one methods)."""
+        method, _, delta = self._check_params()
+        if _add_remove(method, delta):
+            return "add_remove"
+        return "replace_one" if method == "auto" else relation_of(method)
+
     def _box(self, d: int):
         if self.bounds is None:
             return None

@@ -144,6 +144,11 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
     __sklearn_clone__ = _DPLinearClassifier.__sklearn_clone__
     _label_set = _DPLinearClassifier._label_set
 
+    @staticmethod
+    def _guarantee_relation() -> str:
+        """The neighbouring relation of every fit's guarantee: add/remove one record (Poisson-sampled DP-SGD)."""
+        return "add_remove"
+
     def fit(self, X, y):
         """Train privately on (X, y); spends (``epsilon``, ``delta``) in total."""
         import torch

@@ -15,7 +15,9 @@ charging one ``ApproxDP`` per fit, :class:`dpopt.estimators.DPBayesSearchCV`).
 Both sums are exact (integer counts of 2⁻¹⁰⁷⁴, as in
 :class:`~dpopt.privacy.pure.PureDPAccountant`), so a budget check neither
 rounds in favour of a charge nor against it, and the order of the events does
-not change the result.
+not change the result.  They are reported rounded *up* to a float: the stated
+(ε, δ) is never below the composed one (a re-check of a saved record at its
+stated δ then finds the same ε), and never above a float budget they fit in.
 
 :func:`group_privacy` turns an (ε, δ) guarantee under add/remove-one into the
 guarantee under replace-one (a replacement is a removal and an addition).
@@ -30,7 +32,7 @@ from . import events as ev
 from .accountant import AccountantBase, register_accountant
 from .pure import _UNIT_BITS, _units, pure_epsilon
 
-__all__ = ["ApproxDPAccountant", "approx_guarantee", "group_privacy"]
+__all__ = ["ApproxDPAccountant", "approx_guarantee", "group_privacy", "holds_approx"]
 
 
 def approx_guarantee(event: ev.Event) -> tuple[float, float]:
@@ -42,7 +44,13 @@ def approx_guarantee(event: ev.Event) -> tuple[float, float]:
     implemented here).
     """
     eps, delta = _exact(event)
-    return eps / (1 << _UNIT_BITS), delta / (1 << _UNIT_BITS)
+    return _up(eps), _up(delta)
+
+
+def _up(units: int) -> float:
+    """The smallest float ≥ ``units``·2⁻¹⁰⁷⁴."""
+    x = units / (1 << _UNIT_BITS)  # correctly rounded to nearest
+    return math.nextafter(x, math.inf) if _units(x) < units else x
 
 
 def _exact(event: ev.Event) -> tuple[int, int]:
@@ -55,18 +63,19 @@ def _exact(event: ev.Event) -> tuple[int, int]:
     if isinstance(event, ev.SelfComposed):
         eps, delta = _exact(event.event)
         return event.count * eps, event.count * delta
-    if isinstance(event, ev.Subsampled | ev.Activated) and _holds_approx(event.event):
+    if isinstance(event, ev.Subsampled | ev.Activated) and holds_approx(event.event):
         raise ValueError(f"the approx accountant does not amplify an ApproxDP event under {type(event).__name__}")
     return _units(pure_epsilon(event)), 0  # ValueError for an event with no pure guarantee (Gaussian, ...)
 
 
-def _holds_approx(event: ev.Event) -> bool:
+def holds_approx(event: ev.Event) -> bool:
+    """Whether ``event`` holds an ``ApproxDP`` event anywhere inside."""
     if isinstance(event, ev.ApproxDP):
         return True
     if isinstance(event, ev.Composed):
-        return any(_holds_approx(e) for e in event.events)
+        return any(holds_approx(e) for e in event.events)
     if isinstance(event, ev.SelfComposed | ev.Subsampled | ev.Activated):
-        return _holds_approx(event.event)
+        return holds_approx(event.event)
     return False
 
 
@@ -131,13 +140,13 @@ class ApproxDPAccountant(AccountantBase):
 
     @property
     def composed_epsilon(self) -> float:
-        """The ε sum (rounded to the nearest float, as :class:`~dpopt.privacy.pure.PureDPAccountant`)."""
-        return self._eps / (1 << _UNIT_BITS)
+        """The ε sum, rounded up to a float."""
+        return _up(self._eps)
 
     @property
     def composed_delta(self) -> float:
-        """The δ sum (rounded to the nearest float)."""
-        return self._delta / (1 << _UNIT_BITS)
+        """The δ sum, rounded up to a float."""
+        return _up(self._delta)
 
     def get_epsilon(self, delta: float) -> float:
         """The ε sum if ``delta`` is at least the δ sum (exactly), else ``inf``."""

@@ -84,7 +84,7 @@ def pure_epsilon(event: ev.Event) -> float:
     if isinstance(event, ev.Gaussian | ev.DiscreteGaussian):
         raise ValueError("the Gaussian mechanism has no pure-DP guarantee; use RDPAccountant")
     if isinstance(event, ev.ApproxDP):
-        raise ev.ApproxDP.refusal("pure-DP (its delta > 0)")
+        raise ev.ApproxDP.refusal("pure-DP")
     raise ValueError(f"no pure-DP guarantee is known for event {type(event).__name__}")
 
 

@@ -28,6 +28,11 @@ NOTIONS = {
         "PureDPAccountant: sequential composition of pure ε-DP events, with amplification by "
         "subsampling where the method samples",
     ),
+    "approx": (
+        "(ε, δ)-DP by basic composition",
+        "ApproxDPAccountant: the ε's and δ's of pure events and of stated (ε, δ) guarantees add up "
+        "(sequential composition, also under adaptive choice)",
+    ),
     "rdp": (
         "(ε, δ)-DP via Rényi DP",
         "RDPAccountant: Rényi DP composed over a grid of orders (with Poisson-subsampling amplification "
