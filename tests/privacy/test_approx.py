@@ -7,17 +7,8 @@ from fractions import Fraction
 
 import pytest
 
-from dpopt.privacy import (
-    ApproxDPAccountant,
-    BudgetExceededError,
-    Ledger,
-    PLDAccountant,
-    PureDPAccountant,
-    RDPAccountant,
-    ZCDPAccountant,
-    budget_for,
-    make_accountant,
-)
+from dpopt import privacy
+from dpopt.privacy import ApproxDPAccountant, BudgetExceededError, Ledger, budget_for, make_accountant
 from dpopt.privacy import events as ev
 from dpopt.privacy.approx import approx_guarantee, group_privacy
 
@@ -115,7 +106,8 @@ def test_a_pure_ledger_is_never_approx():
 
 
 @pytest.mark.parametrize("accountant, notion", [
-    (PureDPAccountant, "pure-DP"), (RDPAccountant, "Renyi DP"), (ZCDPAccountant, "zCDP"), (PLDAccountant, "PLD"),
+    (privacy.PureDPAccountant, "pure-DP"), (privacy.RDPAccountant, "Renyi DP"), (privacy.ZCDPAccountant, "zCDP"),
+    (privacy.PLDAccountant, "PLD"),
 ])
 def test_other_accountants_refuse_approx_in_one_line(accountant, notion):
     event = ev.Composed((ev.PureDP(0.1), ev.ApproxDP(0.5, 1e-6)))
