@@ -92,7 +92,12 @@ def group_privacy(epsilon: float, delta: float, k: int = 2) -> tuple[float, floa
     epsilon = check_positive("epsilon", epsilon)
     delta = check_delta("delta", delta)
     k = check_int("k", k)
-    total = delta * math.fsum(math.exp(i * epsilon) for i in range(k))
+    try:
+        total = delta * math.fsum(math.exp(i * epsilon) for i in range(k))
+    except OverflowError:  # e^{(k−1)ε} beyond the float range: in logs (a tiny δ may still bring it below 1)
+        log_total = math.log(delta) + (k - 1) * epsilon + math.log1p(math.fsum(math.exp(-j * epsilon)
+                                                                                for j in range(1, k)))
+        total = math.exp(log_total) * (1.0 + 1e-12) if log_total < 0.0 else math.inf  # above exp's error there
     total = math.nextafter(math.nextafter(total, math.inf), math.inf)  # above the float errors of exp and sum
     if not total < 1.0:
         raise ValueError(f"group privacy of (epsilon={epsilon:g}, delta={delta:g}) over {k} steps has delta >= 1")
