@@ -9,8 +9,8 @@ Algorithmic Foundations of Differential Privacy*, Thm 3.16; for mechanisms
 chosen adaptively, the k-fold adaptive composition experiment of their §3.5.2,
 under which (ε, δ)-DP mechanisms compose to (kε, kδ): Dwork, Rothblum &
 Vadhan 2010).  It is the accountant of a run whose parts each
-guarantee (ε_i, δ_i) whatever their internal events (a hyper-parameter search
-charging one ``ApproxDP`` per fit, :class:`dpopt.estimators.DPBayesSearchCV`).
+guarantee (ε_i, δ_i) whatever their internal events (a run of sub-runs, each
+charged as one ``ApproxDP`` of its own budget).
 
 Both sums are exact (integer counts of 2⁻¹⁰⁷⁴, as in
 :class:`~dpopt.privacy.pure.PureDPAccountant`), so a budget check neither
