@@ -93,3 +93,44 @@ def test_undeclared_record_count_is_a_noisy_count():
     assert clf.count_["source"] == "noisy_count" and clf.count_["count"] != 200.0
     assert clf.disclosed_ == [] and clf.privacy_record()["disclosed"] == []
     assert len(clf.privacy_events_) == 1 + 10 and clf.privacy_spent_["epsilon"] <= 2.0 * (1 + 1e-9)
+
+
+def test_a_network_beyond_the_memory_limit_is_refused_before_it_is_built(monkeypatch):
+    """hidden_layer_sizes=(10**7,) ran silently until killed (~61 GiB on 5 features): one line, nothing built
+    or spent; the largest feasible layers still pass the check."""
+    from dpopt.estimators import neural
+
+    def built(*args, **kwargs):
+        raise AssertionError("the network was built before the refusal")
+
+    monkeypatch.setattr(neural, "_mlp", built)
+    X, y = _data(n=50)
+    X = np.hstack([X, X[:, :1]])  # 5 features
+    ledger = Ledger(10.0, 1e-3, "rdp")
+    for sizes in [(10**7,), (1000, 10**6)]:
+        with pytest.raises(ValueError) as info:
+            DPMLPClassifier(sizes, classes=["no", "yes"], ledger=ledger).fit(X, y)
+        message = str(info.value)
+        assert "\n" not in message and message.startswith(f"hidden_layer_sizes {sizes} would need about")
+        assert "the usable range is up to 32 GiB, e.g. one hidden layer of at most 5,263,440 units" in message
+    assert ledger.events == []
+    neural._check_memory(5, (5_263_440,), 2)  # the widest single layer named is accepted
+    with pytest.raises(ValueError):
+        neural._check_memory(5, (5_263_441,), 2)
+
+
+def test_more_iterations_than_a_run_may_plan_are_refused_before_anything_is_spent(monkeypatch):
+    """epochs=1e9 at batch_rate 0.01 (1e11 iterations) ran silently: refused before the noisy count is released."""
+    import importlib
+
+    train_module = importlib.import_module("dpopt.neural.train")  # (dpopt.neural.train is also the function)
+
+    def released(*args, **kwargs):
+        raise AssertionError("the count was about to be released before the refusal")
+
+    monkeypatch.setattr(train_module, "count_event", released)
+    X, y = _data(n=50)
+    ledger = Ledger(10.0, 1e-3, "rdp")
+    with pytest.raises(ValueError, match=r"ceil\(epochs/batch_rate\) must be in \[1, 10000000\]"):
+        DPMLPClassifier((4,), epochs=1e9, classes=["no", "yes"], ledger=ledger).fit(X, y)
+    assert ledger.events == []

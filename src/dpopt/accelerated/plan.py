@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._validation import check_int, check_nonnegative, check_positive
+from .._validation import check_int, check_iterations, check_nonnegative, check_positive
 from ..privacy import FixedSizeSampler, Ledger
 from ..privacy import events as ev
 from ..privacy.calibration import fit_scales_to_budget
@@ -138,7 +138,7 @@ def make_plan(
     """
     name = canonical_method(method)
     epsilon = check_positive("epsilon", epsilon)
-    T = check_int("iterations", iterations)
+    T = check_iterations("iterations", iterations)
     n = check_int("n", n)
     m = n if batch_size is None else check_int("batch_size", batch_size)
     if m > n:

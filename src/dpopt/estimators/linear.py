@@ -50,7 +50,15 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import as_generator, check_bool, check_choice, check_delta, check_nonnegative, check_positive
+from .._validation import (
+    as_generator,
+    check_bool,
+    check_choice,
+    check_delta,
+    check_iterations,
+    check_nonnegative,
+    check_positive,
+)
 from ..datasets.base import PrivacyLeakWarning
 from ..oracles import smallest_affordable_scale
 from ..privacy import equal_share
@@ -119,6 +127,11 @@ SKLEARN_DP_EXCEPTIONS = {
     ),
 }
 
+
+#: The methods' run lengths in ``method_params`` (the accelerated methods' iterations, DP-SGD's steps, the
+#: line searches' planned iterations), each at most :data:`dpopt._validation.MAX_ITERATIONS`: 10**9 ran silently
+#: until killed (its event log alone would need ~1 TB).
+_RUN_LENGTHS = ("iterations", "steps", "planned_iterations")
 
 #: The name the row-bound range check gives (``ROW_BOUND_RANGE``).
 _ROW_BOUND = "the row bound (data_norm, or that of bounds or the data)"
@@ -206,6 +219,9 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         if self.method_params is not None and not isinstance(self.method_params, Mapping):
             raise TypeError(f"method_params must be a dict of the method's hyper-parameters or None, got "
                             f"{type(self.method_params).__name__}")  # fmt: skip
+        for key in _RUN_LENGTHS:  # before anything is spent (an (ε, δ) fit releases a count first)
+            if key in (self.method_params or {}):
+                check_iterations(f"method_params[{key!r}]", self.method_params[key])
         method = self._resolved_method()
         if method != "auto" and needs_delta(method) and delta == 0.0:
             raise ValueError(f"method {method!r} gives (epsilon, delta)-DP: set delta > 0 (e.g. 1e-6)")

@@ -33,13 +33,37 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import as_generator, check_delta, check_nonnegative, check_positive
+from .._validation import MEMORY_LIMIT, as_generator, check_delta, check_nonnegative, check_positive
 from ._budget import open_fit
 from .linear import _DPLinearClassifier, _row_norms
 
 __all__ = ["DPMLPClassifier"]
 
 _ACTIVATIONS = ("relu", "tanh", "logistic")
+
+#: Memory of training an MLP, measured (dp-adam on the CPU, peak RSS less the interpreter's 0.33 GB): about
+#: 45 bytes per parameter (float32 weights, gradients, noise, Adam's moments) and 6.2 KB per hidden unit (the
+#: activations and backprops of the per-example engine's chunk of up to 256 rows), at widths 3e5 and 1e6 on
+#: 5 features.  A network whose estimate exceeds :data:`dpopt._validation.MEMORY_LIMIT` is refused before the
+#: network is built or anything is spent: hidden_layer_sizes=(10**7,) ran silently until killed (~66 GB).
+BYTES_PER_PARAMETER = 48
+BYTES_PER_UNIT = 6 * 1024
+
+
+def _check_memory(d: int, hidden: tuple, k: int) -> None:
+    """Refuse (one line) a network on ``d`` features with ``hidden`` layers and ``k`` outputs that cannot fit."""
+    widths = [d, *map(int, hidden), k]
+    parameters = sum((a + 1) * b for a, b in zip(widths, widths[1:], strict=False))
+    need = BYTES_PER_PARAMETER * parameters + BYTES_PER_UNIT * sum(widths[1:-1])
+    if need > MEMORY_LIMIT:
+        # the widest single hidden layer that fits: 48·((d + 1)·w + (w + 1)·k) + 6144·w <= limit
+        widest = (MEMORY_LIMIT - BYTES_PER_PARAMETER * k) // (BYTES_PER_PARAMETER * (d + 1 + k) + BYTES_PER_UNIT)
+        raise ValueError(
+            f"hidden_layer_sizes {tuple(widths[1:-1])} would need about {need / 2**30:.3g} GiB to train on {d} "
+            f"features and {k} classes ({parameters:,} parameters at {BYTES_PER_PARAMETER} bytes, "
+            f"{BYTES_PER_UNIT // 1024} KiB per hidden unit); the usable range is up to {MEMORY_LIMIT / 2**30:g} GiB, "
+            f"e.g. one hidden layer of at most {widest:,} units"
+        )
 
 
 def _mlp(d: int, hidden, k: int, activation: str, seed: int):
@@ -171,6 +195,7 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         classes, disclosed = self._label_set(y)
+        _check_memory(X.shape[1], hidden, len(classes))
         rng = as_generator(self.random_state, "random_state")
         net = _mlp(X.shape[1], hidden, len(classes), self.activation, int(rng.integers(2**31 - 1)))
         codes = torch.as_tensor(np.searchsorted(classes, y), dtype=torch.long)

@@ -85,6 +85,7 @@ from .._validation import (
     check_choice,
     check_delta,
     check_int,
+    check_iterations,
     check_open_unit,
     check_positive,
     check_rate,
@@ -296,7 +297,7 @@ class LineSearchHyper:
         if self.c_grad is not None:
             check_positive("c_grad", self.c_grad)
         check_positive("c_obj", self.c_obj)
-        check_int("planned_iterations", self.planned_iterations)
+        check_iterations("planned_iterations", self.planned_iterations)
         if self.rho_grad is not None:
             check_positive("rho_grad", self.rho_grad)
         if self.budget_bt is not None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._validation import as_generator, check_delta, check_positive, check_rate
+from .._validation import as_generator, check_delta, check_iterations, check_positive, check_rate
 from ..oracles import count_event, normalizer_note, public_normalizer
 from ..privacy import Ledger
 from ..privacy import events as ev
@@ -125,9 +125,12 @@ def train(model, data, *, method: str = "dp-sgd", epsilon: float, delta: float, 
     clip = check_positive("clip", clip)
     if (epochs is None) == (steps is None):
         raise ValueError("give exactly one of epochs and steps")
-    steps = steps_from_epochs(epochs, rate) if steps is None else steps
-    if not isinstance(steps, int | np.integer) or steps < 1:
+    if steps is None:  # ⌈epochs/q⌉ iterations
+        steps = check_iterations("the iterations ceil(epochs/batch_rate)", steps_from_epochs(epochs, rate))
+    elif not isinstance(steps, int | np.integer) or steps < 1:
         raise ValueError(f"steps must be an integer >= 1, got {steps!r}")
+    else:
+        steps = check_iterations("steps", steps)
     params = NeuralHyper(lr=lr, **hyper)
     if ledger is not None:  # before anything is charged (the noisy count comes first, then the oracle's releases)
         check_ledger(ledger, "add_remove", why=" for neural training (Poisson sampling, add/remove sensitivities)")

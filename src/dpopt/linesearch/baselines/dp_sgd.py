@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..._validation import as_generator, check_int, check_positive, check_rate
+from ..._validation import as_generator, check_int, check_iterations, check_positive, check_rate
 from ...models import check_model, diagnostic_value, start_point
 from ...objectives import MarginLoss
 from ...oracles import PrivateOracle, normalizer_note, public_normalizer, run_ledger, smallest_affordable_scale
@@ -88,7 +88,7 @@ class DPSGDHyper(Hyper):
         check_rate("rate", self.rate)
         if self.c_grad is not None:
             check_positive("c_grad", self.c_grad)
-        check_int("steps", self.steps)
+        check_iterations("steps", self.steps)
         if self.lr is not None:
             check_positive("lr", self.lr)
         if self.data_norm is not None:
