@@ -95,10 +95,10 @@ def check_int(name: str, value, *, minimum: int = 1, maximum: int | None = None,
     if isinstance(value, bool) or not isinstance(value, numbers.Integral | np.integer):
         raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
     value = int(value)
-    if maximum is not None and not minimum <= value <= maximum:
-        raise ValueError(f"{name} must be in [{minimum}, {maximum}]{f' ({why})' if why else ''}, got {value}")
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be in [{minimum}, {maximum}]{f' ({why})' if why else ''}, got {value}")
     return value
 
 

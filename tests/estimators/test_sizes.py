@@ -54,3 +54,45 @@ def test_the_families_refuse_the_same_run_lengths_at_their_own_boundary():
         LineSearchHyper(planned_iterations=10**9)
     assert check_iterations("steps", MAX_ITERATIONS) == MAX_ITERATIONS  # the limit itself is usable
     assert DPSGDHyper.from_kwargs(steps=10**6).steps == 10**6
+
+
+def test_a_search_longer_than_can_run_is_refused_before_anything_is_spent(monkeypatch):
+    """DPBayesSearchCV(n_iter=10**9) ran silently until killed (GP-UCB factors a t x t matrix at step t)."""
+    from dpopt.bayesopt import MAX_STEPS
+    from dpopt.estimators import DPBayesSearchCV
+    from dpopt.estimators import bayes_search
+
+    class Forbidden:
+        @staticmethod
+        def from_space(*args, **kwargs):
+            raise AssertionError("the candidates were drawn before the refusal")
+
+    monkeypatch.setattr(bayes_search, "CandidateSet", Forbidden)
+    ledger = Ledger(100.0, relation="replace_one")
+    search = DPBayesSearchCV(DPLogisticRegression(epsilon=0.5, data_norm=2.0, classes=[0, 1]),
+                             {"regularization": (1e-4, 1e-1, "log")}, n_iter=10**9, ledger=ledger)
+    with pytest.raises(ValueError, match=rf"n_iter must be in \[1, {MAX_STEPS}\] \(each step factors"):
+        search.fit(*_data())
+    assert ledger.events == []
+
+
+def test_more_candidates_than_fit_in_memory_are_refused():
+    from dpopt.bayesopt import CandidateSet
+    from dpopt.bayesopt.space import MAX_CANDIDATES
+
+    with pytest.raises(ValueError, match=rf"n_candidates must be in \[1, {MAX_CANDIDATES}\]"):
+        CandidateSet.from_space({"C": (1e-3, 1e3, "log")}, n_candidates=10**9)
+    with pytest.raises(ValueError, match=r"the grid's size \(the product of its axes' lengths\) must be in"):
+        CandidateSet.from_space({"a": list(range(1000)), "b": list(range(1000))})  # 1e6 points
+    assert len(CandidateSet.from_space({"a": list(range(100)), "b": list(range(100))})) == 10_000
+
+
+def test_an_audit_with_more_runs_than_fit_in_memory_is_refused_before_any_run():
+    from dpopt.privacy.audit import MAX_SAMPLES, AuditTarget, audit
+
+    def run(data, repetitions, rng):
+        raise AssertionError("the target ran before the refusal")
+
+    target = AuditTarget("guarded", run, 0.0, 1.0)
+    with pytest.raises(ValueError, match=rf"samples must be in \[4, {MAX_SAMPLES}\] \(every run's statistic"):
+        audit(target, samples=10**11, seed=0)

@@ -9,7 +9,7 @@ Algorithms 1–2 carry a *conditional* guarantee (it holds only under the
 multi-task GP assumption with the stated k₁(V, V′)); Algorithm 3's is *exact*.
 """
 
-from .algorithms import ALGORITHMS, RELEASES, optimize, run_ucb
+from .algorithms import ALGORITHMS, MAX_STEPS, RELEASES, check_steps, optimize, run_ucb
 from .gp import KERNELS, FiniteGP, beta, information_gain, kernel_matrix, max_information_gain
 from .space import CandidateSet
 
@@ -18,6 +18,8 @@ __all__ = [
     "run_ucb",
     "ALGORITHMS",
     "RELEASES",
+    "MAX_STEPS",
+    "check_steps",
     "CandidateSet",
     "FiniteGP",
     "KERNELS",

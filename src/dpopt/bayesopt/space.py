@@ -20,7 +20,19 @@ from scipy.stats import qmc
 
 from .._validation import check_finite_array, check_int
 
-__all__ = ["CandidateSet", "parse_axis"]
+__all__ = ["CandidateSet", "parse_axis", "MAX_CANDIDATES", "check_candidates"]
+
+#: The most candidates |Λ| a set may hold: the GP keeps their N × N kernel matrix, and building it takes about
+#: four such float arrays at the peak (measured at N = 8,192: 2.2 GB, 7 CPU-s), so 2**15 candidates need
+#: ~32 GiB (:data:`dpopt._validation.MEMORY_LIMIT`) and a few minutes; more cannot run (a 1e9-point set asked
+#: for 7 EB and ran or failed with numpy's MemoryError).
+MAX_CANDIDATES = 2**15
+
+
+def check_candidates(name: str, value) -> int:
+    """A number of candidates in [1, :data:`MAX_CANDIDATES`] (the reason is in the message)."""
+    return check_int(name, value, maximum=MAX_CANDIDATES,
+                     why="the GP holds their N x N kernel matrix: 2**15 candidates take ~32 GiB")
 
 
 def parse_axis(name: str, spec) -> tuple:
@@ -76,7 +88,7 @@ class CandidateSet:
 
         The first ``n`` points of a base-2 Sobol sequence of length 2^⌈log₂ n⌉.
         """
-        n = check_int("n_candidates", n, minimum=1)
+        n = check_candidates("n_candidates", n)
         axes = [parse_axis(name, spec) for name, spec in bounds.items()]
         if not axes or any(a[0] != "box" for a in axes):
             raise ValueError("sobol needs every axis of the space as (low, high) or (low, high, 'log')")
@@ -126,6 +138,8 @@ class CandidateSet:
         if kinds == {"box"}:
             return cls.sobol(space, n_candidates, seed=seed)
         if kinds == {"grid"}:
+            check_candidates("the grid's size (the product of its axes' lengths)",
+                             math.prod(len(a[1]) for a in axes.values()))
             mesh = np.meshgrid(*[a[1] for a in axes.values()], indexing="ij")
             pts = np.stack([m.reshape(-1) for m in mesh], axis=1)
             integer = [all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in space[name])

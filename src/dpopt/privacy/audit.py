@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from .._validation import check_delta, check_int, check_nonnegative, check_open_unit
+from .._validation import MEMORY_LIMIT, check_delta, check_int, check_nonnegative, check_open_unit
 from .ledger import Ledger
 
 __all__ = [
@@ -67,7 +67,21 @@ __all__ = [
     "clopper_pearson_upper",
     "epsilon_from_bounds",
     "CLASSIFIERS",
+    "MAX_SAMPLES",
+    "check_samples",
 ]
+
+#: The most runs an audit may make on each input: every run's statistic is kept in memory (float64 on D and
+#: on D', copied once by the concatenation and once more by the scan: 32 bytes a run at least), so 2**30 runs
+#: fill :data:`dpopt._validation.MEMORY_LIMIT`; ``dpopt audit --samples 100000000000`` ran silently until killed.
+MAX_SAMPLES = MEMORY_LIMIT // 32
+
+
+def check_samples(name: str, value) -> int:
+    """A number of runs per input in [4, :data:`MAX_SAMPLES`] (the reason is in the message)."""
+    return check_int(name, value, minimum=4, maximum=MAX_SAMPLES,
+                     why="every run's statistic is kept in memory, 32 bytes a run: more do not fit in 32 GiB")
+
 
 #: Classifiers that turn vector outputs into a scalar score (fitted on the selection half).
 CLASSIFIERS = ("linear", "logistic")
@@ -510,7 +524,7 @@ def audit(
     """
     if not isinstance(target, AuditTarget):
         raise TypeError(f"target must be an AuditTarget, got {type(target).__name__}")
-    samples = check_int("samples", target.samples if samples is None else samples, minimum=4)
+    samples = check_samples("samples", target.samples if samples is None else samples)
     batch = check_int("batch_size", target.batch_size if batch_size is None else batch_size)
     confidence = _check_confidence(confidence)
     # Without a seed, draw one from OS entropy and record it, so the audit can be replayed.
