@@ -32,6 +32,7 @@ class Progress:
         self._shown = self.start  # when anything was last written
         self._status = (0, 0, "starting")
         self._open = False
+        self._written = False  # whether any line was written yet
         #: held while writing (and by whoever must not fork in the middle of a write)
         self.lock = threading.RLock()
 
@@ -59,20 +60,28 @@ class Progress:
                 self.stream.write(text + "\n")
             self.stream.flush()
             self._shown = now
+            self._written = True
             self._open = self.interactive and not final  # a redrawn line waits for its end
 
+    def note(self, done: int, total: int, label: str = "") -> None:
+        """Set the status :meth:`keepalive` repeats without writing it: a step shown only when it is slow
+        (so that a command refusing its input at that step still prints one line, the error)."""
+        self._status = (done, total, label)
+
     @contextlib.contextmanager
-    def keepalive(self, interval: float = 4.0):
-        """While the block runs, repeat the last status (``… still running``) after ``interval`` s of silence."""
+    def keepalive(self, interval: float = 4.0, *, first: float | None = None):
+        """While the block runs, repeat the last status (``… still running``) after ``interval`` s of silence;
+        ``first`` (default ``interval``): the silence allowed before the first line of all, from the start."""
         if self.quiet:
             yield
             return
         stop = threading.Event()
+        first = interval if first is None else first
 
         def beat() -> None:
-            while not stop.wait(min(1.0, interval / 4)):
+            while not stop.wait(min(1.0, interval / 4, first / 4)):
                 now = time.perf_counter()
-                if now - self._shown >= interval:
+                if now - self._shown >= (interval if self._written else first):
                     done, total, label = self._status
                     self._write(done, total, f"{label} … still running", now, final=False)
 

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import UserError
+from . import FIRST_PROGRESS, UserError
 
 if TYPE_CHECKING:
     from ..privacy.audit import AuditResult
@@ -72,8 +72,13 @@ def _targets(requested: list[str]) -> list[str]:
 
 
 def _check(args) -> None:
-    if args.samples is not None and args.samples < 4:
-        raise UserError(f"--samples must be >= 4, got {args.samples}")
+    from ..privacy.audit import check_samples
+
+    if args.samples is not None:
+        try:
+            check_samples("--samples", args.samples)  # before any run: more than fit in memory is refused
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
     if not 0.0 < args.confidence < 1.0:
         raise UserError(f"--confidence must be in (0, 1), got {args.confidence}")
     if args.seed is not None and args.seed < 0:
@@ -135,12 +140,18 @@ def run(args) -> int:
     _check(args)
     names = _targets(args.targets)
     from ..experiments import audits
+    from ..progress import Progress
 
     results = []
-    for name in names:
-        results.append(
-            audits.run(name, samples=args.samples, confidence=args.confidence, seed=args.seed)
-        )
+    progress = Progress("dpopt audit")
+    # a target can take longer than a few seconds (dp-blsgd: 15 s), 'all' minutes: never silent meanwhile;
+    # each step is shown only when slow, so a quick audit prints its table alone
+    with progress.keepalive(first=FIRST_PROGRESS):
+        for i, name in enumerate(names):
+            progress.note(i, len(names), f"auditing {name}")
+            results.append(
+                audits.run(name, samples=args.samples, confidence=args.confidence, seed=args.seed)
+            )
     out = sys.stderr if args.json == "-" else sys.stdout
     print(format_table(results), file=out)
     if args.json:

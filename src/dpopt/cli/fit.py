@@ -45,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import UserError, check_out
+from . import FIRST_PROGRESS, UserError, check_out
 
 #: ``--model`` choices and the estimator class each one names.
 MODELS = {"logistic": "DPLogisticRegression", "huber-svc": "DPHuberSVC"}
@@ -135,7 +135,16 @@ def add_data_arguments(p) -> None:
         metavar="B",
         help="declared L2 bound on an encoded row (default: sqrt(number of feature columns), which always holds)",
     )
+    add_csv_arguments(p)
+
+
+def add_csv_arguments(p) -> None:
+    """How to read a CSV's text (``dpopt fit``, ``tune`` and ``predict``)."""
     p.add_argument("--delimiter", default=",", help="CSV field delimiter (default ',')")
+    p.add_argument(
+        "--encoding", default="utf-8-sig", metavar="NAME",
+        help="text encoding of the CSV, e.g. latin-1 (default UTF-8, with or without a byte-order mark)",
+    )  # fmt: skip
 
 
 def warn(command: str, message: str, kind: str = "warning") -> None:
@@ -144,14 +153,24 @@ def warn(command: str, message: str, kind: str = "warning") -> None:
     print(f"dpopt {command}: {kind}: {' '.join(message.split())}", file=sys.stderr)
 
 
-def read_table(path: Path, delimiter: str) -> tuple[dict[str, np.ndarray], int]:
+def read_table(path: Path, delimiter: str, encoding: str) -> tuple[dict[str, np.ndarray], int]:
     """Read a CSV into columns; user-fixable problems become :class:`UserError`."""
-    from ..datasets.csvfile import read_csv_columns
+    import codecs
+
+    from ..datasets.csvfile import CSVEncodingError, read_csv_columns
 
     try:
-        return read_csv_columns(path, delimiter=delimiter)
+        codecs.lookup(encoding)
+    except LookupError:
+        raise UserError(f"unknown --encoding {encoding!r} (e.g. utf-8, latin-1, cp1252)") from None
+    try:
+        return read_csv_columns(path, delimiter=delimiter, encoding=encoding)
     except FileNotFoundError:
         raise UserError(f"no such file: {path}") from None
+    except CSVEncodingError as exc:  # where the bad byte is, never the byte (the file's bytes are its data)
+        raise UserError(
+            f"{path} {exc.problem}; re-save it as UTF-8 or give --encoding (e.g. --encoding latin-1)"
+        ) from None
     except (IsADirectoryError, PermissionError, UnicodeDecodeError, ValueError) as exc:
         raise UserError(str(exc)) from None
 
@@ -285,7 +304,7 @@ def load_encoded(args, command: str, pending: list | None = None) -> tuple:
     bounds = parse_bounds(args.bounds)
     categories = parse_categories(args.categories)
     classes = parse_classes(args.classes)
-    columns, first_line = read_table(args.data, args.delimiter)
+    columns, first_line = read_table(args.data, args.delimiter, args.encoding)
     if args.target not in columns:
         raise UserError(f"target column {args.target!r} not found in {args.data}; columns are {list(columns)}")
     features = [c for c in columns if c != args.target]
@@ -339,42 +358,47 @@ def run(args) -> int:
     check_out("--out", out)
 
     pending: list[tuple[str, str]] = []
-    schema, X, y, _ = load_encoded(args, "fit", pending)
-    dropped = args.missing == "drop"
-
-    estimator_class = DPLogisticRegression if args.model == "logistic" else DPHuberSVC
-    estimator = estimator_class(
-        epsilon=epsilon,
-        delta=delta,
-        method=method,
-        data_norm=args.data_norm if args.data_norm is not None else schema.row_bound,
-        regularization=args.regularization,
-        random_state=args.seed,
-        classes=parse_classes(args.classes),
-        secure_noise=args.secure_noise,
-    )
     progress = Progress("dpopt fit", quiet=args.quiet)
-    resolved = estimator._resolved_method()
-    # no row count here: under add/remove n is private (the summary prints it only where it is public)
-    progress(0, 1, f"fitting {estimator_class.__name__} ({resolved}) on {X.shape[1]} features")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            estimator.fit(X, y)
-        except (ValueError, BudgetExceededError, RuntimeError) as exc:
-            raise UserError(" ".join(str(exc).split())) from None
-    pending += [
-        (
-            str(w.message).replace("classes= (every", "--classes A,B,... (every"),
-            "utility warning" if issubclass(w.category, UtilityWarning) else "warning",
-        )
-        for w in caught
-    ]
-    progress(1, 1, "fitted")
+    # never silent for more than a few seconds (a large CSV, a slow method): the reading step is shown only
+    # when slow, so that a refused file still prints one line, the error
+    with progress.keepalive(first=FIRST_PROGRESS):
+        progress.note(0, 1, f"reading {args.data.name}")
+        schema, X, y, _ = load_encoded(args, "fit", pending)
+        dropped = args.missing == "drop"
 
-    record = estimator.privacy_record()
-    disclosed = disclosures(schema, X.shape[0], dropped)
-    data = save_fitted(args, out, estimator, schema, X, record, disclosed)
+        estimator_class = DPLogisticRegression if args.model == "logistic" else DPHuberSVC
+        estimator = estimator_class(
+            epsilon=epsilon,
+            delta=delta,
+            method=method,
+            data_norm=args.data_norm if args.data_norm is not None else schema.row_bound,
+            regularization=args.regularization,
+            random_state=args.seed,
+            classes=parse_classes(args.classes),
+            secure_noise=args.secure_noise,
+        )
+        resolved = estimator._resolved_method()
+        # no row count here: under add/remove n is private (the summary prints it only where it is public)
+        progress(0, 1, f"fitting {estimator_class.__name__} ({resolved}) on {X.shape[1]} features")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                estimator.fit(X, y)
+            except (ValueError, BudgetExceededError, RuntimeError) as exc:
+                raise UserError(" ".join(str(exc).split())) from None
+        pending += [
+            (
+                str(w.message).replace("classes= (every", "--classes A,B,... (every"),
+                "utility warning" if issubclass(w.category, UtilityWarning) else "warning",
+            )
+            for w in caught
+        ]
+        progress(1, 1, "fitted")
+        progress.note(1, 1, f"saving {out}")
+
+        record = estimator.privacy_record()
+        disclosed = disclosures(schema, X.shape[0], dropped)
+        data = save_fitted(args, out, estimator, schema, X, record, disclosed)
     for message, kind in pending:
         warn("fit", message, kind)
     if not args.quiet:

@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 from . import UserError, check_out
-from .fit import read_table, warn
+from .fit import add_csv_arguments, read_table, warn
 
 
 def register(sub) -> None:
@@ -36,7 +36,7 @@ def register(sub) -> None:
     p.add_argument("--data", required=True, type=Path, metavar="FILE.csv", help="rows to predict (CSV with a header)")
     p.add_argument("--out", type=Path, metavar="PRED.csv", help="where to write the predictions (default: stdout)")
     p.add_argument("--proba", action="store_true", help="also write class probabilities (logistic models)")
-    p.add_argument("--delimiter", default=",", help="CSV field delimiter (default ',')")
+    add_csv_arguments(p)
     p.add_argument("--quiet", action="store_true", help="no notes on stderr")
     p.set_defaults(func=run)
 
@@ -90,7 +90,7 @@ def run(args) -> int:
     estimator = saved.estimator
     if args.proba and not hasattr(estimator, "predict_proba"):
         raise UserError(f"{type(estimator).__name__} models give no probabilities: drop --proba")
-    columns, first_line = read_table(args.data, args.delimiter)
+    columns, first_line = read_table(args.data, args.delimiter, args.encoding)
     try:
         encoded = schema.encode(columns, row_offset=first_line, impute_missing=True)
     except ValueError as exc:

@@ -45,7 +45,7 @@ import math
 import warnings
 from pathlib import Path
 
-from . import UserError, check_out
+from . import FIRST_PROGRESS, UserError, check_out
 from .fit import add_data_arguments, disclosures, load_encoded, parse_classes, save_fitted, warn
 
 #: ``--estimator`` choices.
@@ -137,6 +137,8 @@ def _estimator(args, data_norm: float):
 
 def _check(args) -> None:
     from .._validation import check_delta, check_open_unit, check_positive
+    from ..bayesopt import check_steps
+    from ..bayesopt.space import check_candidates
 
     try:
         check_positive("--epsilon", args.epsilon)
@@ -147,8 +149,8 @@ def _check(args) -> None:
             check_positive("--train-epsilon", args.train_epsilon)
         if not 0.0 <= args.k1 <= 1.0:
             raise ValueError(f"--k1 must be in [0, 1], got {args.k1!r}")
-        if args.n_iter < 1 or args.n_candidates < 1:
-            raise ValueError("--n-iter and --n-candidates must be >= 1")
+        check_steps("--n-iter", args.n_iter)  # before the data are read (sizes that cannot run at all)
+        check_candidates("--n-candidates", args.n_candidates)
     except ValueError as exc:
         raise UserError(str(exc)) from None
     if args.estimator not in ESTIMATORS:
@@ -166,6 +168,7 @@ def _check(args) -> None:
 
 def run(args) -> int:
     from ..estimators import DPBayesSearchCV
+    from ..progress import Progress
 
     _check(args)
     space = parse_space(args.space)
@@ -176,21 +179,27 @@ def run(args) -> int:
     for option, path in (("--out", out), ("--model-out", model_out)):
         if path is not None:
             check_out(option, path)
-    schema, X, y, rows_read = load_encoded(args, "tune")
-    data_norm = args.data_norm if args.data_norm is not None else schema.row_bound
-    search = DPBayesSearchCV(
-        _estimator(args, data_norm), space, epsilon=args.epsilon, delta=args.delta, algorithm=args.algorithm,
-        n_iter=args.n_iter, n_candidates=args.n_candidates, validation_size=args.validation_size, k1=args.k1,
-        A=args.A, tau=args.tau, data_norm=data_norm, random_state=args.seed, secure_noise=args.secure_noise,
-    )  # fmt: skip
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            search.fit(X, y)
-        except ValueError as exc:
-            raise UserError(str(exc)) from None
-    for w in caught:
-        warn("tune", str(w.message))
+    progress = Progress("dpopt tune", quiet=args.quiet)
+    # never silent for more than a few seconds; the steps are shown only when slow (a refusal prints one line)
+    with progress.keepalive(first=FIRST_PROGRESS):
+        progress.note(0, 1, f"reading {args.data.name}")
+        schema, X, y, rows_read = load_encoded(args, "tune")
+        data_norm = args.data_norm if args.data_norm is not None else schema.row_bound
+        search = DPBayesSearchCV(
+            _estimator(args, data_norm), space, epsilon=args.epsilon, delta=args.delta, algorithm=args.algorithm,
+            n_iter=args.n_iter, n_candidates=args.n_candidates, validation_size=args.validation_size, k1=args.k1,
+            A=args.A, tau=args.tau, data_norm=data_norm, random_state=args.seed, secure_noise=args.secure_noise,
+        )  # fmt: skip
+        progress.note(0, 1, f"searching ({args.n_iter} Bayesian-optimization steps)")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                search.fit(X, y)
+            except ValueError as exc:
+                raise UserError(str(exc)) from None
+    # once each: the first step's fit and the refit both warned that the label set was read from the data
+    for message in dict.fromkeys(str(w.message) for w in caught):
+        warn("tune", message.replace("classes= (every", "--classes A,B,... (every"))
     privacy = search.privacy_
     report = {
         "file": args.data.name,

@@ -22,6 +22,7 @@ line numbers of the file (the header is line 1).
 
 from __future__ import annotations
 
+import codecs
 import csv
 import os
 import warnings
@@ -32,18 +33,61 @@ import numpy as np
 from .base import Dataset, PrivacyLeakWarning
 from .preprocess import FROM_DATA, MISSING_TOKENS, encode_table
 
-__all__ = ["load_csv", "read_csv_columns"]
+__all__ = ["load_csv", "read_csv_columns", "CSVEncodingError"]
+
+#: The default text encoding: UTF-8, with or without a byte-order mark.
+UTF8 = "utf-8-sig"
 
 
-def read_csv_columns(path, *, delimiter: str = ",", header: bool = True) -> tuple[dict[str, np.ndarray], int]:
-    """Read a CSV into ``{column: stripped strings}``; return it and the first data line number."""
+class CSVEncodingError(ValueError):
+    """A CSV file that is not text in the encoding it was read with.  The message names the file, the
+    encoding and where the first undecodable byte is (offset and line), never the byte itself: the
+    file's bytes are its data."""
+
+    def __init__(self, path: Path, encoding: str, offset: int, line: int):
+        self.path, self.encoding, self.offset, self.line = path, encoding, offset, line
+        super().__init__(
+            f"CSV file {str(path)!r} {self.problem}; re-save it as UTF-8 or give its encoding (encoding='latin-1', say)"
+        )
+
+    @property
+    def problem(self) -> str:
+        """``is not UTF-8 text (undecodable byte at offset 1234, line 5)``."""
+        name = "UTF-8" if codecs.lookup(self.encoding).name in ("utf-8", "utf-8-sig") else self.encoding
+        return f"is not {name} text (undecodable byte at offset {self.offset}, line {self.line})"
+
+
+def _encoding_error(path: Path, encoding: str) -> CSVEncodingError:
+    """The error for ``path``, which did not decode as ``encoding``: where its first undecodable byte is."""
+    raw = path.read_bytes()
+    marked = codecs.lookup(encoding).name == "utf-8-sig" and raw.startswith(codecs.BOM_UTF8)
+    skip = len(codecs.BOM_UTF8) if marked else 0
+    try:  # (utf-8-sig counts offsets after its mark: decode the rest as plain UTF-8 instead)
+        raw[skip:].decode("utf-8" if skip else encoding)
+        offset = len(raw)  # (unreachable: the file did not decode)
+    except UnicodeDecodeError as exc:
+        offset = skip + exc.start
+    return CSVEncodingError(path, encoding, offset, raw.count(b"\n", 0, offset) + 1)
+
+
+def read_csv_columns(
+    path, *, delimiter: str = ",", header: bool = True, encoding: str = UTF8
+) -> tuple[dict[str, np.ndarray], int]:
+    """Read a CSV into ``{column: stripped strings}``; return it and the first data line number.
+
+    ``encoding``: the file's text encoding (default UTF-8, a byte-order mark allowed); a file that does not
+    decode raises :class:`CSVEncodingError`, naming the file and where, never what, the bad byte is.
+    """
     path = Path(os.fspath(path))
     if not path.exists():
         raise FileNotFoundError(f"CSV file not found: {str(path)!r}")
     if path.is_dir():
         raise IsADirectoryError(f"expected a CSV file, got the directory {str(path)!r}")
-    with open(path, newline="", encoding="utf-8-sig") as fh:
-        rows = [r for r in csv.reader(fh, delimiter=delimiter) if any(f.strip() for f in r)]
+    try:
+        with open(path, newline="", encoding=encoding) as fh:
+            rows = [r for r in csv.reader(fh, delimiter=delimiter) if any(f.strip() for f in r)]
+    except UnicodeDecodeError:
+        raise _encoding_error(path, encoding) from None
     if not rows:
         raise ValueError(f"CSV file {str(path)!r} is empty")
     if header:
@@ -85,6 +129,7 @@ def load_csv(
     header: bool = True,
     name: str | None = None,
     schema=None,
+    encoding: str = UTF8,
 ) -> Dataset:
     """Load ``path`` with the label column ``target`` (by name; ``x<j>`` without a header).
 
@@ -98,9 +143,10 @@ def load_csv(
     missing values.  ``schema`` (a :class:`~dpopt.datasets.preprocess.TableSchema`
     or its dict, e.g. from ``Dataset.info["schema"]`` of an earlier load) encodes
     the file with a fixed layout instead of learning one; the learned or given
-    schema is returned in ``Dataset.info["schema"]``.
+    schema is returned in ``Dataset.info["schema"]``.  ``encoding`` is the file's
+    text encoding (default UTF-8; see :func:`read_csv_columns`).
     """
-    columns, first_line = read_csv_columns(path, delimiter=delimiter, header=header)
+    columns, first_line = read_csv_columns(path, delimiter=delimiter, header=header, encoding=encoding)
     if target not in columns:
         raise ValueError(f"target column {target!r} not found in {str(path)!r}; columns are {list(columns)}")
     enc = encode_table(
