@@ -21,8 +21,11 @@ __all__ = ["Progress"]
 class Progress:
     """``progress(done, total, label)`` → prints ``[done/total] label (elapsed)``."""
 
-    def __init__(self, title: str = "", *, quiet: bool = False, stream=None, min_interval: float = 0.0):
+    def __init__(self, title: str = "", *, quiet: bool = False, stream=None, min_interval: float = 0.0,
+                 first: float | None = None):
         self.title = title
+        #: the silence :meth:`keepalive` allows before the first line of all (None: its interval)
+        self.first = first
         self.quiet = quiet
         self.stream = stream if stream is not None else sys.stderr
         self.interactive = bool(getattr(self.stream, "isatty", lambda: False)())
@@ -71,12 +74,13 @@ class Progress:
     @contextlib.contextmanager
     def keepalive(self, interval: float = 4.0, *, first: float | None = None):
         """While the block runs, repeat the last status (``… still running``) after ``interval`` s of silence;
-        ``first`` (default ``interval``): the silence allowed before the first line of all, from the start."""
+        ``first`` (default: the reporter's ``first``, else ``interval``): the silence allowed before the first
+        line of all, from the reporter's creation."""
         if self.quiet:
             yield
             return
         stop = threading.Event()
-        first = interval if first is None else first
+        first = next(f for f in (first, self.first, interval) if f is not None)
 
         def beat() -> None:
             while not stop.wait(min(1.0, interval / 4, first / 4)):

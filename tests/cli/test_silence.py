@@ -167,3 +167,37 @@ def test_audit_shows_a_slow_target(capsys, monkeypatch):
     captured = capsys.readouterr()
     assert "dpopt audit: [0/1] auditing laplace … still running" in captured.err
     assert captured.out.splitlines()[0].startswith("target")
+
+
+def test_predict_shows_a_slow_read(folder, capsys, monkeypatch):
+    from dpopt.cli import predict
+    from dpopt.datasets import csvfile
+
+    assert main(["fit", "--data", "train.csv", "--target", "y", *DECLARED, "--epsilon", "1", "--quiet",
+                 "--classes", "no,yes", "--out", "m.json"]) == 0
+    capsys.readouterr()
+    _first_progress(monkeypatch, predict)
+    _slow(monkeypatch, csvfile, "read_csv_columns")
+    assert main(["predict", "--model", "m.json", "--data", "train.csv", "--out", "p.csv"]) == 0
+    assert "dpopt predict: [0/2] reading train.csv … still running" in capsys.readouterr().err
+
+
+def test_dualavg_shows_a_slow_run(capsys, monkeypatch):
+    import dpopt.dualavg
+    from dpopt.cli import dualavg
+
+    _first_progress(monkeypatch, dualavg)
+    _slow(monkeypatch, dpopt.dualavg, "minimize")
+    assert main(["dualavg", "--synthetic", "20", "--nodes", "2", "--rounds", "10", "--epsilon", "1"]) == 0
+    captured = capsys.readouterr()
+    assert "dpopt dualavg: [0/1] dual averaging on 2 nodes (simulate) … still running" in captured.err
+    assert "after 10 rounds" in captured.out
+
+
+def test_dualavg_refuses_a_synthetic_task_that_cannot_be_held_before_running(capsys, monkeypatch):
+    import dpopt.dualavg
+
+    _forbid(monkeypatch, dpopt.dualavg, "minimize", "the run started")
+    assert main(["dualavg", "--synthetic", "1000000000", "--nodes", "4", "--epsilon", "1"]) == 2
+    line = _one_line_error(capsys, "dualavg")
+    assert "need 626 GiB (8 bytes a value); the usable range is up to 32 GiB: at most 51,130,563 records a node" in line

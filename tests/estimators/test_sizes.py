@@ -59,8 +59,7 @@ def test_the_families_refuse_the_same_run_lengths_at_their_own_boundary():
 def test_a_search_longer_than_can_run_is_refused_before_anything_is_spent(monkeypatch):
     """DPBayesSearchCV(n_iter=10**9) ran silently until killed (GP-UCB factors a t x t matrix at step t)."""
     from dpopt.bayesopt import MAX_STEPS
-    from dpopt.estimators import DPBayesSearchCV
-    from dpopt.estimators import bayes_search
+    from dpopt.estimators import DPBayesSearchCV, bayes_search
 
     class Forbidden:
         @staticmethod

@@ -90,6 +90,21 @@ def test_keepalive_repeats_the_status_while_nothing_finishes():
     assert quiet.stream.getvalue() == ""
 
 
+def test_a_noted_step_is_shown_only_when_slow_and_the_first_line_comes_early():
+    """Progress(first=...): a command's first line after ``first`` s of silence, later ones after ``interval``;
+    a noted status is written by the keepalive only (a quick step prints nothing)."""
+    quick = Progress("cmd", stream=io.StringIO(), first=0.1)
+    with quick.keepalive(interval=10.0):
+        quick.note(0, 1, "reading")
+    assert quick.stream.getvalue() == ""
+    slow = Progress("cmd", stream=io.StringIO(), first=0.1)
+    with slow.keepalive(interval=10.0):
+        slow.note(0, 1, "reading")
+        time.sleep(0.6)
+    lines = slow.stream.getvalue().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("cmd: [0/1] reading … still running (")
+
+
 
 def test_keepalive_ends_its_redrawn_line_on_a_terminal():
     class Terminal(io.StringIO):

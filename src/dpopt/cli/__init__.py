@@ -20,10 +20,10 @@ __all__ = ["main", "UserError", "build_parser", "check_out", "Parser", "FIRST_PR
 COMMANDS = ("demo", "fit", "predict", "tune", "account", "audit", "reproduce", "dualavg")
 
 
-#: Seconds a command may run before its first progress line (``Progress.keepalive(first=...)``): with
+#: Seconds a command may run before its first progress line (``Progress(first=...)``, see its keepalive): with
 #: Python's start-up and dpopt's imports before it (1.5 CPU-s, 2.5 s on a loaded machine) no command is
 #: silent for more than 5 s; a quick one prints nothing but its result.
-FIRST_PROGRESS = 2.0
+FIRST_PROGRESS = 1.5
 
 
 class UserError(Exception):

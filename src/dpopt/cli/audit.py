@@ -143,10 +143,10 @@ def run(args) -> int:
     from ..progress import Progress
 
     results = []
-    progress = Progress("dpopt audit")
+    progress = Progress("dpopt audit", first=FIRST_PROGRESS)
     # a target can take longer than a few seconds (dp-blsgd: 15 s), 'all' minutes: never silent meanwhile;
     # each step is shown only when slow, so a quick audit prints its table alone
-    with progress.keepalive(first=FIRST_PROGRESS):
+    with progress.keepalive():
         for i, name in enumerate(names):
             progress.note(i, len(names), f"auditing {name}")
             results.append(

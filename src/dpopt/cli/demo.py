@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import UserError
+from . import FIRST_PROGRESS, UserError
 
 #: Public value ranges of Adult's numeric columns (census codebook, not the data):
 #: declaring them keeps the min-max scaling out of the privacy budget.
@@ -168,8 +168,9 @@ def run(args) -> int:
     if not 0.0 < args.delta < 1.0:
         raise UserError(f"--delta must be in (0, 1), got {args.delta}")
     methods = _methods(args.methods)
-    progress = Progress("demo", quiet=args.quiet)
+    progress = Progress("demo", quiet=args.quiet, first=FIRST_PROGRESS)
     with progress.keepalive():  # a fit can take longer than a few seconds: never silent meanwhile
+        progress.note(0, 0, "loading UCI Adult")  # (shown if slow)
         data, train, test = load_demo_data()
         rows, records = fit_all(methods, args.epsilons, args.delta, args.seed, train, test, progress)
         table = format_table(rows, args.epsilons)

@@ -20,7 +20,7 @@ import traceback
 
 import numpy as np
 
-from . import Parser, UserError, check_out
+from . import FIRST_PROGRESS, Parser, UserError, check_out
 
 
 def _add_arguments(p) -> None:
@@ -102,6 +102,24 @@ def _read_index(directory: str, *, every_file: bool) -> dict:
     return index
 
 
+def _check_synthetic(args) -> None:
+    """Refuse a synthetic task whose records cannot be held (float64, ``--dim`` features and a label, on every
+    node) before anything runs: --synthetic 1e9 raised numpy's MemoryError after a traceback, --dim 1e9 and
+    --nodes 1e8 ran silently until killed."""
+    from .._validation import MEMORY_LIMIT
+
+    for option, value in (("--synthetic", args.synthetic), ("--nodes", args.nodes), ("--dim", args.dim)):
+        if value < 1:
+            raise UserError(f"{option} must be >= 1, got {value}")
+    need = 8 * args.nodes * args.synthetic * (args.dim + 1)
+    if need > MEMORY_LIMIT:
+        raise UserError(
+            f"--synthetic {args.synthetic} records on each of --nodes {args.nodes} with --dim {args.dim} features "
+            f"need {need / 2**30:.3g} GiB (8 bytes a value); the usable range is up to {MEMORY_LIMIT / 2**30:g} GiB: "
+            f"at most {MEMORY_LIMIT // (8 * args.nodes * (args.dim + 1)):,} records a node here"
+        )
+
+
 def _data(args):
     from ..dualavg import shards as sh
 
@@ -110,6 +128,7 @@ def _data(args):
         return sh.shard_loader(args.shards), index["sizes"]
     if args.synthetic is None or args.nodes is None:
         raise UserError("give --shards DIR, or --synthetic Q with --nodes N")
+    _check_synthetic(args)
     sizes = [args.synthetic] * args.nodes
 
     def load(i):
@@ -134,6 +153,7 @@ def run(args, argv=None) -> int:
     if args.backend == "mpi" and not _in_mpi_job():
         return _launch(args, sys.argv[2:] if argv is None else argv)
     from ..dualavg import minimize
+    from ..progress import Progress
 
     if args.secure_noise and args.epsilon is None:
         raise UserError("--secure-noise needs --epsilon (it is an option of the private run)")
@@ -143,35 +163,39 @@ def run(args, argv=None) -> int:
         from ..dualavg.mpi import MPIComm
 
         comm = MPIComm(len(sizes))
+    # a run takes seconds to hours (--synthetic 2000 --nodes 20: 21 s, silent): the root keeps a line alive
+    progress = Progress("dpopt dualavg", quiet=comm is not None and not comm.is_root, first=FIRST_PROGRESS)
+    progress.note(0, 1, f"dual averaging on {len(sizes)} nodes ({args.backend})")
     try:
-        res = minimize(
-            load,
-            sizes=sizes,
-            epsilon=args.epsilon,
-            delta=args.delta,
-            noise=args.noise,
-            delta0=args.delta0,
-            lipschitz=args.lipschitz,
-            regularizer=args.regularizer,
-            strength=args.strength,
-            schedule=args.schedule,
-            gamma=args.gamma,
-            iota=args.iota,
-            activation=args.activation,
-            edges=args.edges,
-            graph=args.graph,
-            rounds=args.rounds,
-            epochs=args.epochs,
-            batch=args.batch,
-            seed=args.seed,
-            backend=args.backend,
-            checkpoint_dir=args.checkpoint_dir,
-            checkpoint_every=args.checkpoint_every,
-            resume=args.resume,
-            comm=comm,
-            secure_noise=args.secure_noise,
-            report_objective=args.report_objective,
-        )
+        with progress.keepalive():
+            res = minimize(
+                load,
+                sizes=sizes,
+                epsilon=args.epsilon,
+                delta=args.delta,
+                noise=args.noise,
+                delta0=args.delta0,
+                lipschitz=args.lipschitz,
+                regularizer=args.regularizer,
+                strength=args.strength,
+                schedule=args.schedule,
+                gamma=args.gamma,
+                iota=args.iota,
+                activation=args.activation,
+                edges=args.edges,
+                graph=args.graph,
+                rounds=args.rounds,
+                epochs=args.epochs,
+                batch=args.batch,
+                seed=args.seed,
+                backend=args.backend,
+                checkpoint_dir=args.checkpoint_dir,
+                checkpoint_every=args.checkpoint_every,
+                resume=args.resume,
+                comm=comm,
+                secure_noise=args.secure_noise,
+                report_objective=args.report_objective,
+            )
     except Exception as exc:
         if comm is None:
             if isinstance(exc, ValueError | TypeError):

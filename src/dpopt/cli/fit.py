@@ -358,10 +358,10 @@ def run(args) -> int:
     check_out("--out", out)
 
     pending: list[tuple[str, str]] = []
-    progress = Progress("dpopt fit", quiet=args.quiet)
+    progress = Progress("dpopt fit", quiet=args.quiet, first=FIRST_PROGRESS)
     # never silent for more than a few seconds (a large CSV, a slow method): the reading step is shown only
     # when slow, so that a refused file still prints one line, the error
-    with progress.keepalive(first=FIRST_PROGRESS):
+    with progress.keepalive():
         progress.note(0, 1, f"reading {args.data.name}")
         schema, X, y, _ = load_encoded(args, "fit", pending)
         dropped = args.missing == "drop"

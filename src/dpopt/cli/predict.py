@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import UserError, check_out
+from . import FIRST_PROGRESS, UserError, check_out
 from .fit import add_csv_arguments, read_table, warn
 
 
@@ -84,25 +84,33 @@ def _write(rows: list[list], out: Path | None) -> None:
 
 
 def run(args) -> int:
+    from ..progress import Progress
+
     if args.out is not None:
         check_out("--out", args.out)
     saved, schema = _load(args.model)
     estimator = saved.estimator
     if args.proba and not hasattr(estimator, "predict_proba"):
         raise UserError(f"{type(estimator).__name__} models give no probabilities: drop --proba")
-    columns, first_line = read_table(args.data, args.delimiter, args.encoding)
-    try:
-        encoded = schema.encode(columns, row_offset=first_line, impute_missing=True)
-    except ValueError as exc:
-        raise UserError(f"{args.data}: {exc}") from None
-    predictions = estimator.predict(encoded.X)
-    header = [schema.target or "prediction"]
-    body = [[str(p)] for p in predictions.tolist()]
-    if args.proba:
-        proba = estimator.predict_proba(encoded.X)
-        header += [f"proba_{c}" for c in estimator.classes_.tolist()]
-        body = [row + [f"{p:.6g}" for p in probs] for row, probs in zip(body, proba.tolist(), strict=True)]
-    _write([header, *body], args.out)
+    progress = Progress("dpopt predict", quiet=args.quiet, first=FIRST_PROGRESS)
+    # a large file takes seconds (1e6 rows: 11 s, silent): each step is shown only when slow
+    with progress.keepalive():
+        progress.note(0, 2, f"reading {args.data.name}")
+        columns, first_line = read_table(args.data, args.delimiter, args.encoding)
+        try:
+            encoded = schema.encode(columns, row_offset=first_line, impute_missing=True)
+        except ValueError as exc:
+            raise UserError(f"{args.data}: {exc}") from None
+        progress.note(1, 2, "predicting")
+        predictions = estimator.predict(encoded.X)
+        header = [schema.target or "prediction"]
+        body = [[str(p)] for p in predictions.tolist()]
+        if args.proba:
+            proba = estimator.predict_proba(encoded.X)
+            header += [f"proba_{c}" for c in estimator.classes_.tolist()]
+            body = [row + [f"{p:.6g}" for p in probs] for row, probs in zip(body, proba.tolist(), strict=True)]
+        progress.note(2, 2, "writing the predictions")
+        _write([header, *body], args.out)
     if not args.quiet:
         if encoded.rows_imputed:
             warn(

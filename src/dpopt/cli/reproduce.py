@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from ..experiments import registry
-from . import UserError
+from . import FIRST_PROGRESS, UserError
 
 
 def register(sub) -> None:
@@ -84,7 +84,7 @@ def run(args) -> int:
     out = _check(args)
     experiment = registry.get(args.paper)
     run_experiment = experiment.load()
-    progress = Progress(f"reproduce {args.paper}", quiet=args.quiet)
+    progress = Progress(f"reproduce {args.paper}", quiet=args.quiet, first=FIRST_PROGRESS)
     kwargs = {"quick": args.quick, "out": out, "seed": args.seed, "progress": progress}
     if args.jobs is not None:
         if not experiment.parallel:

@@ -179,9 +179,9 @@ def run(args) -> int:
     for option, path in (("--out", out), ("--model-out", model_out)):
         if path is not None:
             check_out(option, path)
-    progress = Progress("dpopt tune", quiet=args.quiet)
+    progress = Progress("dpopt tune", quiet=args.quiet, first=FIRST_PROGRESS)
     # never silent for more than a few seconds; the steps are shown only when slow (a refusal prints one line)
-    with progress.keepalive(first=FIRST_PROGRESS):
+    with progress.keepalive():
         progress.note(0, 1, f"reading {args.data.name}")
         schema, X, y, rows_read = load_encoded(args, "tune")
         data_norm = args.data_norm if args.data_norm is not None else schema.row_bound
