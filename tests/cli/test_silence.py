@@ -128,7 +128,13 @@ def test_audit_refuses_more_samples_than_fit_in_memory_before_any_run(capsys, mo
 
 
 def _first_progress(monkeypatch, module, seconds: float = 0.05) -> None:
+    """The first progress line after ``seconds`` and the next ones as often (a slow step is seen whichever
+    step came first on a loaded machine)."""
+    from dpopt.progress import Progress
+
+    keepalive = Progress.keepalive
     monkeypatch.setattr(module, "FIRST_PROGRESS", seconds, raising=False)
+    monkeypatch.setattr(Progress, "keepalive", lambda self, interval=4.0, **kw: keepalive(self, seconds, **kw))
 
 
 def test_fit_shows_a_slow_read(folder, capsys, monkeypatch):
