@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -54,10 +55,22 @@ def test_pure_budget_above_the_threshold_is_objective_perturbation_with_the_rate
     choice = choose(n=32561, d=108, epsilon=1.0, delta=0.0)
     r = 32561 / 108
     assert choice.method == "objpert" and choice.warning is None
-    assert choice.regularization == pytest.approx(0.08 / r * (300 / r) ** 0.6)  # r = 301.5: just steeper
-    assert objpert_regularization(100.0) == pytest.approx(0.08 / 100)
-    assert objpert_regularization(1507.0) == pytest.approx(2.0e-5, rel=0.01)  # full Adult at eps = 5
-    assert objpert_regularization(1.0) == 3e-3 and objpert_regularization(1e9) == 1e-5
+    assert choice.regularization == objpert_regularization(32561, 108, 1.0)
+    # Adult: the Jacobian takes little of epsilon, so Λ is close to K/r (K = 0.12), steeper above r = 300
+    assert choice.regularization == pytest.approx(0.12 / r * (300 / r) ** 0.6, rel=0.08)
+    assert objpert_regularization(32561, 108, 5.0) == pytest.approx(3.1e-5, rel=0.02)  # full Adult at eps = 5
+    assert objpert_regularization(100, 3, 0.01) == 0.1 and objpert_regularization(1e9, 5, 10.0) == 1e-5
+
+
+def test_objective_perturbation_rule_counts_only_the_epsilon_that_reaches_the_noise():
+    # m = nΛ solves (eps − 2 log(1 + c/m))·m = K·d: the noise's epsilon times the regularization is K·d
+    for n, d, eps, c in [(537, 9, 2.0, 0.25), (323, 11, 0.5, 0.25), (398, 31, 5.0, 0.25), (1000, 20, 1.0, 1.0)]:
+        m = n * objpert_regularization(n, d, eps, c)
+        assert (eps - 2.0 * math.log1p(c / m)) * m == pytest.approx(0.12 * d, rel=1e-9)
+    # few columns: the Jacobian's share is large, so Λ is well above K/r (pima at eps = 2: 1.4 times)
+    assert objpert_regularization(537, 9, 2.0) > 1.35 * 0.12 * 9 / (537 * 2.0)
+    # a loss with a larger curvature bound (the Huberized hinge, c = 1) pays more for the Jacobian
+    assert objpert_regularization(537, 9, 2.0, 1.0) > objpert_regularization(537, 9, 2.0, 0.25)
 
 
 def test_approximate_budget_chooses_by_the_count_it_is_given():

@@ -60,6 +60,7 @@ from .._validation import (
     check_positive,
 )
 from ..datasets.base import PrivacyLeakWarning
+from ..objectives import get_loss
 from ..oracles import smallest_affordable_scale
 from ..privacy import equal_share
 from ..privacy import events as ev
@@ -451,15 +452,16 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         """
         n, d = shape
         regularization, warning = self.regularization, None
+        curvature = get_loss(self._loss).curvature_bound  # ℓ'' ≤ c: objective perturbation's Jacobian term
         if method == "auto":
-            choice = choose_auto(n, d, epsilon, delta)
+            choice = choose_auto(n, d, epsilon, delta, curvature)
             method, warning = choice.method, choice.warning
             if regularization is None:
                 regularization = choice.regularization
         if regularization is None:
             noise = (self.method_params or {}).get("noise", "auto")
             gaussian = noise == "gaussian" or (noise == "auto" and delta > 0)
-            regularization = _default_regularization(method, n * epsilon / d, gaussian=gaussian)
+            regularization = _default_regularization(method, n, d, epsilon, gaussian=gaussian, curvature=curvature)
         return method, float(regularization), warning
 
     def privacy_record(self) -> dict:
@@ -524,12 +526,15 @@ def _pure_share(method: str, share) -> float:
     return 1.0 / smallest_affordable_scale(share, lambda s: ev.Exponential(1.0 / s), start=1.0 / share.epsilon)
 
 
-def _default_regularization(method: str, r: float, *, gaussian: bool = False) -> float:
-    """μ when ``regularization=None``: the measured rules of :mod:`._auto` at r = n·ε/d (n the
-    public or released count), 1e-3 (chen2020 §5.1) where no rule was measured.  ``gaussian``:
-    output perturbation releases Gaussian noise (δ > 0), whose rule differs from the Laplace one."""
+def _default_regularization(method: str, n: float, d: int, epsilon: float, *, gaussian: bool = False,
+                            curvature: float) -> float:
+    """μ when ``regularization=None``: the measured rules of :mod:`._auto` for n rows (the
+    public or released count), d coefficients and budget ε (r = n·ε/d), 1e-3 (chen2020 §5.1) where
+    no rule was measured.  ``gaussian``: output perturbation releases Gaussian noise (δ > 0), whose
+    rule differs from the Laplace one; ``curvature``: the loss's bound on ℓ'' (objective perturbation)."""
+    r = n * epsilon / d
     if method == "objpert":
-        return objpert_regularization(r)
+        return objpert_regularization(n, d, epsilon, curvature)
     if method == "outpert":
         return outpert_regularization(r, gaussian=gaussian)
     if method == "dp-sgd":
