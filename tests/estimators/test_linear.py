@@ -225,7 +225,9 @@ def test_secure_noise_on_the_line_search_draws_exact_noise_within_the_budget(dat
     count = secure.privacy_events_[0]  # the released record count: secure too, at the same ε
     assert isinstance(count, ev.DiscreteLaplace)
     assert count.epsilon == pytest.approx(plain.privacy_events_[0].epsilon, rel=1e-12)
-    assert secure.score(Xte, yte) > 0.7 and plain.score(Xte, yte) > 0.7  # majority: about 0.5
+    # majority: about 0.5.  The secure fit's noise is from the OS CSPRNG, not the seed: its accuracy varies
+    # run to run (20 runs: 0.697-0.933, and 0.643 once in a full-suite run), so its bound leaves room
+    assert secure.score(Xte, yte) > 0.6 and plain.score(Xte, yte) > 0.7
 
 
 def test_secure_noise_on_an_accelerated_method_charges_discrete_laplace_at_the_same_epsilon(data):
