@@ -574,9 +574,11 @@ class DPLogisticRegression(_DPLinearClassifier):
         clipped into the box.  Used for the row bound when ``data_norm`` is None.
     regularization:
         μ of the (μ/2)‖w‖² penalty.  ``None`` (default): the measured rules of
-        :mod:`dpopt.estimators._auto` — 0.08·d/(n·ε) (times (300/r)^0.6 above r = n·ε/d = 300)
-        clipped to [1e-5, 3e-3] for objective
-        perturbation, 0.3·d/(n·ε) (Laplace noise, δ = 0) or 0.1·d/(n·ε) (Gaussian, δ > 0) clipped
+        :mod:`dpopt.estimators._auto` — about 0.12·d/(n·ε), more where the Jacobian term of
+        Chaudhuri et al.'s Algorithm 2 takes a large share of ε
+        (:func:`~dpopt.estimators._auto.objpert_regularization`; times (300/r)^0.6 above
+        r = n·ε/d = 300), clipped to [1e-5, 0.1] for objective perturbation,
+        0.3·d/(n·ε) (Laplace noise, δ = 0) or 0.1·d/(n·ε) (Gaussian, δ > 0) clipped
         to [1e-3, 0.3] for output perturbation,
         0.01·d/(N̂·ε) clipped to [1e-5, 1e-3] for DP-SGD (N̂ the released
         count) — and 0.001 (chen2020 §5.1) for the other methods.
