@@ -60,6 +60,8 @@ def test_pure_budget_above_the_threshold_is_objective_perturbation_with_the_rate
     assert choice.regularization == pytest.approx(0.12 / r * (300 / r) ** 0.6, rel=0.08)
     assert objpert_regularization(32561, 108, 5.0) == pytest.approx(3.1e-5, rel=0.02)  # full Adult at eps = 5
     assert objpert_regularization(100, 3, 0.01) == 0.1 and objpert_regularization(1e9, 5, 10.0) == 1e-5
+    for epsilon in (1e-300, 700.0, 1e4, 1e300):  # extreme but finite budgets: the range's ends, no overflow
+        assert objpert_regularization(1000, 10, epsilon) in (0.1, 1e-5)
 
 
 def test_objective_perturbation_rule_counts_only_the_epsilon_that_reaches_the_noise():

@@ -209,7 +209,8 @@ def objpert_regularization(n: float, d: int, epsilon: float, curvature: float = 
     def excess(m: float) -> float:  # increasing in m
         return (epsilon - 2.0 * math.log1p(curvature / m)) * m - target
 
-    lo = curvature / math.expm1(epsilon / 2.0)  # ε' = 0 there: excess = −K·d < 0
+    # ε' = 0 there (excess = −K·d < 0); for ε > 1,400, where e^(ε/2) overflows, a point just above it
+    lo = curvature / math.expm1(min(epsilon / 2.0, 700.0))
     hi = lo + (target + 2.0 * curvature) / epsilon
     while excess(hi) < 0.0:
         hi *= 2.0
