@@ -26,6 +26,7 @@ guarantee under replace-one (a replacement is a removal and an addition).
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 from .._validation import check_delta, check_int, check_nonnegative, check_positive
 from . import events as ev
@@ -86,22 +87,41 @@ def group_privacy(epsilon: float, delta: float, k: int = 2) -> tuple[float, floa
     P[M(D₀) ∈ S] ≤ e^ε P[M(D₁) ∈ S] + δ ≤ … ≤ e^{kε} P[M(D_k) ∈ S] + δ Σ_{i<k} e^{iε}
     (group privacy, Dwork & Roth 2014 Thm 2.2, with the δ carried along).
     With k = 2 it turns an add/remove-one guarantee into the replace-one one,
-    (2ε, (1 + e^ε)δ): a replacement is one removal and one addition.  The δ
-    is rounded up (never understated); a result ≥ 1 says nothing and raises.
+    (2ε, (1 + e^ε)δ): a replacement is one removal and one addition.  Both are
+    rounded up (never understated): kε and the sum exactly, each e^{iε} two
+    ulps above ``math.exp`` (whose error is below one ulp); a δ ≥ 1 says
+    nothing and raises.
     """
     epsilon = check_positive("epsilon", epsilon)
     delta = check_delta("delta", delta)
     k = check_int("k", k)
+    if delta == 0.0:
+        return _up(k * _units(epsilon)), 0.0
     try:
-        total = delta * math.fsum(math.exp(i * epsilon) for i in range(k))
+        terms = [_above(math.exp(_up(i * _units(epsilon)))) for i in range(k)]  # iε rounded up exactly
+        total = _round_up(Fraction(delta) * sum(map(Fraction, terms)))
     except OverflowError:  # e^{(k−1)ε} beyond the float range: in logs (a tiny δ may still bring it below 1)
         log_total = math.log(delta) + (k - 1) * epsilon + math.log1p(math.fsum(math.exp(-j * epsilon)
                                                                                 for j in range(1, k)))
-        total = math.exp(log_total) * (1.0 + 1e-12) if log_total < 0.0 else math.inf  # above exp's error there
-    total = math.nextafter(math.nextafter(total, math.inf), math.inf)  # above the float errors of exp and sum
+        # the logs' absolute error is a few ulps of |log δ| ≤ 745 (~1e-13) where the result is below 1
+        total = _above(math.exp(log_total) * (1.0 + 1e-12)) if log_total < 0.0 else math.inf
     if not total < 1.0:
         raise ValueError(f"group privacy of (epsilon={epsilon:g}, delta={delta:g}) over {k} steps has delta >= 1")
-    return k * epsilon, 0.0 if delta == 0.0 else total
+    return _up(k * _units(epsilon)), total
+
+
+def _above(x: float) -> float:
+    """Two floats above ``x``: above the true value of a result within one ulp of it (``math.exp``)."""
+    return math.nextafter(math.nextafter(x, math.inf), math.inf)
+
+
+def _round_up(x: Fraction) -> float:
+    """The smallest float ≥ ``x`` (``inf`` beyond the float range)."""
+    try:
+        f = float(x)  # correctly rounded to nearest
+    except OverflowError:
+        return math.inf
+    return math.nextafter(f, math.inf) if Fraction(f) < x else f
 
 
 class ApproxDPAccountant(AccountantBase):
