@@ -33,7 +33,17 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import MEMORY_LIMIT, as_generator, check_delta, check_nonnegative, check_positive
+from .._validation import (
+    MEMORY_LIMIT,
+    as_generator,
+    check_bool,
+    check_choice,
+    check_delta,
+    check_int,
+    check_nonnegative,
+    check_positive,
+    check_rate,
+)
 from ._budget import open_fit
 from .linear import _DPLinearClassifier, _row_norms
 
@@ -173,17 +183,30 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
         """The neighbouring relation of every fit's guarantee: add/remove one record (Poisson-sampled DP-SGD)."""
         return "add_remove"
 
-    def fit(self, X, y):
-        """Train privately on (X, y); spends (``epsilon``, ``delta``) in total."""
-        import torch
-
-        from ..neural import train
+    def _check_params(self) -> tuple[float, float, tuple]:
+        """(ε, δ, hidden sizes) after checking every parameter that needs no data, so that a fit is refused
+        before anything is charged (and :class:`~dpopt.estimators.DPBayesSearchCV` refuses an invalid
+        candidate before its search spends anything)."""
+        from ..neural.methods import METHODS, steps_from_epochs
+        from ..privacy.calibration import RUN_ACCOUNTANTS
 
         epsilon = check_positive("epsilon", self.epsilon)
         delta = check_delta("delta", self.delta)
+        if delta == 0.0:
+            raise ValueError("delta must be in (0, 1): DPMLPClassifier's Gaussian noise has no pure-DP guarantee")
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {list(METHODS)}, got {self.method!r}")
         check_nonnegative("regularization", self.regularization)
         if self.learning_rate is not None:  # (train names it lr)
             check_positive("learning_rate", self.learning_rate)
+        steps_from_epochs(self.epochs, check_rate("batch_rate", self.batch_rate))
+        check_positive("clip", self.clip)
+        if self.data_norm is not None:
+            check_positive("data_norm", self.data_norm)
+        if self.n_public is not None:
+            check_int("n_public", self.n_public)
+        check_choice("accountant", "auto" if self.accountant is None else self.accountant, RUN_ACCOUNTANTS)
+        check_bool("secure_noise", self.secure_noise)
         if self.activation not in _ACTIVATIONS:
             raise ValueError(f"activation must be one of {list(_ACTIVATIONS)}, got {self.activation!r}")
         sizes = self.hidden_layer_sizes
@@ -192,6 +215,15 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
         hidden = tuple(hidden) if isinstance(hidden, list | tuple | np.ndarray) else None
         if hidden is None or not all(isinstance(h, int | np.integer) and h >= 1 for h in hidden):
             raise ValueError(f"hidden_layer_sizes must be integers >= 1, got {self.hidden_layer_sizes!r}")
+        return epsilon, delta, hidden
+
+    def fit(self, X, y):
+        """Train privately on (X, y); spends (``epsilon``, ``delta``) in total."""
+        import torch
+
+        from ..neural import train
+
+        epsilon, delta, hidden = self._check_params()
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         classes, disclosed = self._label_set(y)
