@@ -381,3 +381,105 @@ def test_a_candidate_data_norm_out_of_range_is_refused_before_anything_is_spent(
     with pytest.raises(ValueError, match=r"^the row bound \(data_norm"):
         search.fit(X, y)
     assert not book.events
+
+
+class _StatesItsRelation(DPLogisticRegression):
+    """dp-blsgd that claims a replace-one guarantee when its regularization is below 0.01 (a relation that depends
+    on the candidate, as a space over a method would make it), and whose fits report it."""
+
+    def _guarantee_relation(self):
+        return "replace_one" if self.regularization < 0.01 else "add_remove"
+
+    def fit(self, X, y):
+        super().fit(X, y)
+        self.privacy_spent_ = {**self.privacy_spent_, "relation": self._guarantee_relation()}
+        return self
+
+
+class _Overspends(DPLogisticRegression):
+    """A fit whose own ledger reports more than its (epsilon, delta): one of the two scaled by ``self.factor``."""
+
+    which = "delta"
+
+    def fit(self, X, y):
+        super().fit(X, y)
+        self.privacy_spent_ = {**self.privacy_spent_, self.which: 2.0 * float(self.get_params()[self.which])}
+        return self
+
+
+class _BarePrivate:
+    """A private estimator that does not say under which relation its (epsilon, delta) holds."""
+
+    privacy_record = None
+
+    def get_params(self, deep=True):
+        return {"epsilon": 0.5, "delta": 1e-6}
+
+
+def test_every_fit_is_charged_the_group_privacy_event_unless_the_estimator_is_replace_one():
+    """The event of one fit: add/remove estimators (auto and the RDP methods at delta > 0, dp-agd, DPMLPClassifier,
+    an estimator that does not say) are charged (2 eps, (1 + e^eps) delta); Gaussian outpert (replace-one) its own
+    (eps, delta); a pure one PureDP(eps)."""
+    from dpopt.estimators import DPMLPClassifier
+    from dpopt.estimators.bayes_search import _fit_event
+
+    group = _approx_event(0.5, 1e-6)
+    for method in ("auto", "dp-blsgd", "dp-sgd", "dp-agd"):
+        assert _fit_event(DPLogisticRegression(epsilon=0.5, delta=1e-6, method=method)) == group, method
+    assert _fit_event(DPMLPClassifier(epsilon=0.5, delta=1e-6)) == group
+    assert _fit_event(_BarePrivate()) == group
+    assert _fit_event(DPLogisticRegression(epsilon=0.5, delta=1e-6, method="outpert")) == ev.ApproxDP(0.5, 1e-6)
+    assert _fit_event(DPLogisticRegression(epsilon=0.5, method="auto")) == ev.PureDP(0.5)
+
+
+def test_a_candidate_that_changes_the_guarantee_of_a_fit_is_refused_before_anything_is_spent(data):
+    """Every fit is charged one event, the same whatever the candidate: a space whose candidates differ in the
+    relation of their guarantee (replace-one below regularization 0.01) is refused before any fit.  Before, every
+    fit was charged the estimator's (eps, delta), also the add/remove candidate's, whose replace-one guarantee is
+    (2 eps, (1 + e^eps) delta) (the check after the fit accepted its add/remove ledger)."""
+    X, y = data
+    book = Ledger(50.0, 1e-3, "approx", relation="replace_one")
+    estimator = _StatesItsRelation(epsilon=0.5, delta=1e-6, method="dp-blsgd", data_norm=1.0, classes=[0, 1],
+                                   regularization=0.001)
+    search = DPBayesSearchCV(estimator, {"regularization": [0.001, 0.1]}, epsilon=1.0, n_iter=3, ledger=book,
+                             random_state=0)
+    fitted = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(DPLogisticRegression, "fit", lambda self, X, y: fitted.append(1) or self)
+        with pytest.raises(ValueError, match=r"^candidate \{'regularization': 0\.1\} changes the guarantee of a fit"):
+            search.fit(X, y)
+    assert not book.events and not fitted
+
+
+@pytest.mark.parametrize("which", ["epsilon", "delta"])
+def test_a_fit_that_spent_more_than_its_budget_is_never_charged_as_its_budget(data, which):
+    """The search charges each (epsilon, delta) fit the guarantee of its stated budget: a fit whose own ledger
+    reports more (here faked) stops the search before the search's ledger is charged for it."""
+    X, y = data
+    book = Ledger(50.0, 1e-3, "approx", relation="replace_one")
+    estimator = _Overspends(epsilon=0.5, delta=1e-6, method="dp-blsgd", data_norm=1.0, classes=[0, 1])
+    search = DPBayesSearchCV(estimator, {"regularization": [1e-3, 1e-2]}, epsilon=1.0, n_iter=2, ledger=book,
+                             random_state=0)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_Overspends, "which", which)
+        with pytest.raises(RuntimeError, match="^a fit of the search spent .*beyond the estimator's"):
+            search.fit(X, y)
+    assert not book.events
+
+
+def test_an_invalid_mlp_candidate_is_refused_before_anything_is_spent(data):
+    """DPMLPClassifier checks its parameters without data (_check_params): a space reaching a sampling rate above 1
+    is refused before any fit, not when GP-UCB visits such a candidate after other fits have spent their budget."""
+    pytest.importorskip("torch")
+    from dpopt.estimators import DPMLPClassifier
+
+    X, y = data
+    book = Ledger(50.0, 1e-3, "approx", relation="replace_one")
+    search = DPBayesSearchCV(DPMLPClassifier(epsilon=0.5, delta=1e-6, classes=[0, 1], data_norm=1.0),
+                             {"batch_rate": [0.1, 0.5, 1.5]}, epsilon=1.0, n_iter=3, ledger=book, random_state=0)
+    fitted = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(DPMLPClassifier, "fit", lambda self, X, y: fitted.append(1) or self)
+        with pytest.raises(ValueError, match=r"^batch_rate must be in \(0, 1\]"):
+            search.fit(X, y)
+    assert not book.events and not fitted

@@ -320,11 +320,18 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
         if tuned:
             raise ValueError(f"space must not tune the private estimator's {', '.join(tuned)}: every fit of the "
                              "search is charged the same, whatever its candidate")
-        if private and hasattr(self.estimator, "_check_params"):
+        summary = _fit_event(self.estimator) if private else None
+        if private:
             # every candidate's parameters now, before anything is spent: an invalid one raised only when GP-UCB
-            # visited it, which depends on the validation rows, after the fits before it had spent their budget
+            # visited it, which depends on the validation rows, after the fits before it had spent their budget;
+            # and every candidate's fit is charged the one event (its guarantee, or its relation, may not change)
             for i in range(len(candidates)):
-                clone(self.estimator).set_params(**candidates.params(i))._check_params()
+                model = clone(self.estimator).set_params(**candidates.params(i))
+                if hasattr(model, "_check_params"):
+                    model._check_params()
+                if _fit_event(model) != summary:
+                    raise ValueError(f"candidate {candidates.params(i)} changes the guarantee of a fit "
+                                     f"({_fit_event(model)} instead of {summary}); nothing was spent")
         train, val = self._split(n, rng)
         take = (lambda idx: X.iloc[idx]) if hasattr(X, "iloc") else (lambda idx: X[idx])
         X_tr, y_tr, X_val, y_val = take(train), y[train], take(val), y[val]
@@ -337,7 +344,6 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
         # needs every fit and the releases, their exact sums rounded up, as the ledger adds them (a float sum
         # rounded down passed, then the refit was refused after the releases).  That is the default ledger's
         # budget; a given ledger that cannot afford it refuses the whole search up front.
-        summary = _fit_event(self.estimator) if private else None
         approx = isinstance(summary, ev.ApproxDP)
         need = budget_for(epsilon, *[summary.epsilon] * fits) if private else epsilon
         need_delta = budget_for(*[summary.delta] * fits) if approx else 0.0
