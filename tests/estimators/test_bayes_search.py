@@ -10,6 +10,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.tree import DecisionTreeClassifier
 
 from dpopt.estimators import DPBayesSearchCV, DPLogisticRegression, PrivacyLeakWarning
+from dpopt.estimators.linear import UtilityWarning
 from dpopt.privacy import BudgetExceededError, Ledger, budget_for
 from dpopt.privacy import events as ev
 from dpopt.privacy.approx import group_privacy
@@ -452,9 +453,9 @@ def test_a_candidate_that_changes_the_guarantee_of_a_fit_is_refused_before_anyth
 
 
 @pytest.mark.parametrize("which", ["epsilon", "delta"])
-def test_a_fit_that_spent_more_than_its_budget_is_never_charged_as_its_budget(data, which):
+def test_a_fit_that_spent_more_than_its_budget_stops_the_search(data, which):
     """The search charges each (epsilon, delta) fit the guarantee of its stated budget: a fit whose own ledger
-    reports more (here faked) stops the search before the search's ledger is charged for it."""
+    reports more (here faked) stops the search at once, with the one fit charged and nothing selected."""
     X, y = data
     book = Ledger(50.0, 1e-3, "approx", relation="replace_one")
     estimator = _Overspends(epsilon=0.5, delta=1e-6, method="dp-blsgd", data_norm=1.0, classes=[0, 1])
@@ -464,7 +465,23 @@ def test_a_fit_that_spent_more_than_its_budget_is_never_charged_as_its_budget(da
         mp.setattr(_Overspends, "which", which)
         with pytest.raises(RuntimeError, match="^a fit of the search spent .*beyond the estimator's"):
             search.fit(X, y)
-    assert not book.events
+    assert book.events == [_approx_event(0.5, 1e-6)] and not hasattr(search, "best_params_")
+
+
+def test_a_fit_that_raises_after_releasing_is_charged(data):
+    """An add/remove fit releases its record count first; a warning after it (auto's UtilityWarning states the
+    count) raised as an error under warnings-as-errors.  That fit is charged all the same: before, the search's
+    ledger stayed empty while the exception carried the noisy count out."""
+    X, y = data
+    book = Ledger(50.0, 1e-3, "approx", relation="replace_one")
+    estimator = DPLogisticRegression(epsilon=0.05, delta=1e-6, data_norm=1.0, classes=[0, 1], random_state=0)
+    search = DPBayesSearchCV(estimator, {"regularization": [1e-3, 1e-2]}, epsilon=1.0, n_iter=2, ledger=book,
+                             random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(UtilityWarning, match=r"N\*epsilon/d = [0-9.]+\*"):
+            search.fit(X, y)
+    assert book.events == [_approx_event(0.05, 1e-6)]
 
 
 def test_an_invalid_mlp_candidate_is_refused_before_anything_is_spent(data):

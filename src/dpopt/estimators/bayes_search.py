@@ -150,7 +150,7 @@ def _check_fit_spent(model) -> None:
     """An (ε, δ) fit on its own ledger spent at most the estimator's (ε, δ), under the relation its event assumed.
 
     Its ledger refuses anything more, so this holds by construction; it is checked because the search's charge
-    states it (a failure raises before the search's ledger is charged, and nothing of the fit is released).
+    states it (a failure raises before anything of the fit, or of the search after it, is released).
     """
     spent, params = model.privacy_spent_, model.get_params()
     if not (spent["epsilon"] <= float(params["epsilon"]) and spent["delta"] <= float(params["delta"])
@@ -450,22 +450,24 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
     def _fit_one(model, X, y, book: Ledger, private: bool, summary: ev.Event | None = None):
         """Fit one candidate; a private fit is charged to ``book`` (through its ``ledger=`` when it has one).
 
-        The fitted model itself is never released (only the mechanisms' outputs
-        are), so a charge refused after the fit still releases nothing.  The
-        estimators' repeated-fit warning is silenced: here the ledger composes
-        every fit.
+        The estimators' repeated-fit warning is silenced: here the ledger
+        composes every fit.
 
         ``summary`` (:func:`_fit_event`, for the fits along the search and an
         (ε, δ) estimator's refit): ``book`` is charged that one event — the same
         whatever the candidate, where the fit's own events (objpert's,
         DP-AGD's) depend on its hyper-parameters and would tell which
-        candidates were visited.  A pure fit (``PureDP(ε)``) spends from a
-        scratch copy of ``book`` (so it is still refused, before any noise,
-        when ε does not fit or the relation differs).  An (ε, δ) fit
-        (``ApproxDP``) spends from its own new ledger of exactly its (ε, δ)
-        (``ledger=None``: its events are not pure, and ``book`` composes
-        stated guarantees only), and what that ledger reports is checked
-        against the estimator's (ε, δ) before ``book`` is charged.
+        candidates were visited — *before* the fit: a fit that raises may have
+        released something already (a warning turned error states the count
+        an add/remove fit released first), so it is accounted either way.  A
+        pure fit (``PureDP(ε)``) spends from a scratch copy of ``book`` taken
+        before that charge (so it is still refused, before any noise, when ε
+        does not fit or the relation differs).  An (ε, δ) fit (``ApproxDP``)
+        spends from its own new ledger of exactly its (ε, δ) (``ledger=None``:
+        its events are not pure, and ``book`` composes stated guarantees
+        only), and what that ledger reports is checked against the
+        estimator's (ε, δ) before the search goes on (a ``RuntimeError``
+        otherwise: nothing more is fitted or released).
         """
         if summary is not None:
             approx = isinstance(summary, ev.ApproxDP)
@@ -477,10 +479,10 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
                 model.set_params(ledger=None)
             elif "ledger" in model.get_params():
                 model.set_params(ledger=copy.deepcopy(book))
+            book.charge(summary)
             model.fit(X, y)
             if approx:
                 _check_fit_spent(model)
-            book.charge(summary)
             return model
         if private and "ledger" in model.get_params():
             model.set_params(ledger=book)
