@@ -72,3 +72,25 @@ def test_an_approx_ledger_is_re_checked_in_epsilon_and_delta(capsys, tmp_path):
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "states delta=3e-06 but its event log gives delta=4e-06" in err
     assert "approx" not in results(capsys, "--mechanism", "laplace", "--scale", "1")  # no ApproxDP: no approx row
+
+
+def test_an_approx_record_stating_a_hair_less_epsilon_is_refused(capsys, tmp_path):
+    """Basic composition's sums are exact and rounded up the same way when stated and when re-derived, so the
+    re-check has no slack: a file stating the next float below its epsilon is refused (it passed within 1e-9)."""
+    import math
+
+    from dpopt.privacy import Ledger
+
+    ledger = Ledger(2.0, 1e-5, "approx", relation="replace_one")
+    ledger.charge(ev.ApproxDP(0.5, 3e-6))
+    ledger.charge(ev.ApproxDP(0.25, 1e-6))
+    data = json.loads(ledger.to_json())
+    path = tmp_path / "ledger.json"
+    path.write_text(json.dumps(data))
+    assert main(["account", "--events", str(path)]) == 0
+    capsys.readouterr()
+    data["spent"]["epsilon"] = math.nextafter(0.75, 0.0)
+    path.write_text(json.dumps(data))
+    assert main(["account", "--events", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "but its event log gives epsilon=0.75 under approx" in err
