@@ -433,23 +433,28 @@ def test_every_fit_is_charged_the_group_privacy_event_unless_the_estimator_is_re
     assert _fit_event(DPLogisticRegression(epsilon=0.5, method="auto")) == ev.PureDP(0.5)
 
 
+def _refused_before_any_fit(search, data, cls, match):
+    """``search.fit`` raises a one-line ValueError matching ``match`` before any ``cls.fit`` and any charge."""
+    fitted = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(cls, "fit", lambda self, X, y: fitted.append(1) or self)
+        with pytest.raises(ValueError, match=match):
+            search.fit(*data)
+    assert not search.ledger.events and not fitted
+
+
 def test_a_candidate_that_changes_the_guarantee_of_a_fit_is_refused_before_anything_is_spent(data):
     """Every fit is charged one event, the same whatever the candidate: a space whose candidates differ in the
     relation of their guarantee (replace-one below regularization 0.01) is refused before any fit.  Before, every
     fit was charged the estimator's (eps, delta), also the add/remove candidate's, whose replace-one guarantee is
     (2 eps, (1 + e^eps) delta) (the check after the fit accepted its add/remove ledger)."""
-    X, y = data
     book = Ledger(50.0, 1e-3, "approx", relation="replace_one")
     estimator = _StatesItsRelation(epsilon=0.5, delta=1e-6, method="dp-blsgd", data_norm=1.0, classes=[0, 1],
                                    regularization=0.001)
     search = DPBayesSearchCV(estimator, {"regularization": [0.001, 0.1]}, epsilon=1.0, n_iter=3, ledger=book,
                              random_state=0)
-    fitted = []
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(DPLogisticRegression, "fit", lambda self, X, y: fitted.append(1) or self)
-        with pytest.raises(ValueError, match=r"^candidate \{'regularization': 0\.1\} changes the guarantee of a fit"):
-            search.fit(X, y)
-    assert not book.events and not fitted
+    _refused_before_any_fit(search, data, DPLogisticRegression,
+                            r"^candidate \{'regularization': 0\.1\} changes the guarantee of a fit")
 
 
 @pytest.mark.parametrize("which", ["epsilon", "delta"])
@@ -490,13 +495,7 @@ def test_an_invalid_mlp_candidate_is_refused_before_anything_is_spent(data):
     pytest.importorskip("torch")
     from dpopt.estimators import DPMLPClassifier
 
-    X, y = data
     book = Ledger(50.0, 1e-3, "approx", relation="replace_one")
     search = DPBayesSearchCV(DPMLPClassifier(epsilon=0.5, delta=1e-6, classes=[0, 1], data_norm=1.0),
                              {"batch_rate": [0.1, 0.5, 1.5]}, epsilon=1.0, n_iter=3, ledger=book, random_state=0)
-    fitted = []
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(DPMLPClassifier, "fit", lambda self, X, y: fitted.append(1) or self)
-        with pytest.raises(ValueError, match=r"^batch_rate must be in \(0, 1\]"):
-            search.fit(X, y)
-    assert not book.events and not fitted
+    _refused_before_any_fit(search, data, DPMLPClassifier, r"^batch_rate must be in \(0, 1\]")
