@@ -51,6 +51,22 @@ def test_a_refused_pure_auto_fit_warns_nothing():
                              random_state=0).fit(X, y)
 
 
+def test_a_warning_that_states_the_released_count_comes_after_the_count_is_charged():
+    # add/remove: the small-budget warning states N̂ (released with the fit's budget); raised as an error it
+    # showed N̂ while the ledger had charged nothing, so it comes after the fit's commit
+    from dpopt.privacy import Ledger
+
+    rng = np.random.default_rng(0)
+    X, y = rng.random((40, 5)) / 3, np.arange(40) % 2
+    ledger = Ledger(1.0, 1e-3, accountant="rdp")
+    est = DPLogisticRegression(epsilon=0.05, delta=1e-5, data_norm=1.0, classes=[0, 1], ledger=ledger, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(UtilityWarning, match="N\\*epsilon/d"):
+            est.fit(X, y)
+    assert ledger.events and ledger.spent().epsilon > 0.0  # the count (and the fit) were charged
+
+
 def test_pure_budget_above_the_threshold_is_objective_perturbation_with_the_rate_rule():
     choice = choose(n=32561, d=108, epsilon=1.0, delta=0.0)
     r = 32561 / 108

@@ -369,7 +369,11 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
             budget = open_fit(self.ledger, epsilon, delta, notion=notion_of(method, delta, self.accountant),
                               relation=relation_of(method))
             self.count_ = None
-        if warning:
+        # Under replace-one the warning states n (public) and comes before anything is spent; under add/remove
+        # it states the released count N̂, so it comes after the commit that charges N̂: a warning raised as an
+        # error before it would have shown N̂ with nothing charged
+        counted = self.count_ is not None and self.count_["source"] == "laplace"
+        if warning and not counted:
             warnings.warn(warning, UtilityWarning, stacklevel=2)
         intercept = OBJPERT_INTERCEPT if method == "objpert" else 1.0
         if intercept != 1.0:
@@ -403,6 +407,8 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
             disclosed.append("the smoothness constant L of the step sizes was computed from the data (method_params "
                              "L=None)")
         budget.commit()
+        if warning and counted:
+            warnings.warn(warning, UtilityWarning, stacklevel=2)
         W = np.stack([np.asarray(r.x, dtype=float) for r in results])
         self.classes_ = classes
         if self.fit_intercept:
