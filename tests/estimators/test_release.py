@@ -323,6 +323,7 @@ def test_a_pickled_estimator_holds_no_diagnostics(cls):
         est, _ = _fit(cls, "objpert", *data, classes=CLASSES, data_norm=1.0)
         assert est.diagnostics_["problems"]  # kept in the process that fitted
         back = pickle.loads(pickle.dumps(est))
+        assert est.diagnostics_["problems"]  # pickling leaves the fitted estimator's own diagnostics alone
         assert isinstance(back.diagnostics_, Diagnostics) and dict(back.diagnostics_) == {}
         assert not _keys(back.__dict__) & set(NON_PRIVATE_KEYS)
         np.testing.assert_array_equal(back.decision_function(X), est.decision_function(X))

@@ -499,7 +499,7 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         is how scikit-learn models are saved and shared, and the diagnostics are exact statistics of the
         training data outside the guarantee (the objective value, the solver's iterations and gradient
         norm), left out of a JSON model file alike (:mod:`.persist`)."""
-        state = super().__getstate__()
+        state = dict(super().__getstate__())  # (a copy: object.__getstate__ returns the live __dict__)
         if "diagnostics_" in state:
             state["diagnostics_"] = Diagnostics()
         return state
