@@ -2,14 +2,15 @@
 all are refused before any work, slow steps keep a progress line alive, a CSV that is not UTF-8 is named
 in one line without its bytes, and ``dpopt tune`` warns once per message.
 
-Every test calls ``dpopt.cli.main`` in this process; slowness is simulated (a step that sleeps) with
-the first progress line brought forward, so that each test takes well under a second or two.
+Every test calls ``dpopt.cli.main`` in this process; slowness is simulated (a step that waits until the
+keepalive has shown it) with the first progress line brought forward, so that each test takes well under a
+second or two.
 """
 
 from __future__ import annotations
 
 import csv
-import time
+import threading
 
 import numpy as np
 import pytest
@@ -34,11 +35,25 @@ def folder(tmp_path, monkeypatch):
     return tmp_path
 
 
-def _slow(monkeypatch, owner, name: str, seconds: float = 0.5) -> None:
+def _slow(monkeypatch, owner, name: str, step: str) -> None:
+    """Make ``owner.name`` a slow step: it returns once the keepalive has shown ``step … still running``
+    (at most 10 s: a fixed sleep could end before the line on a loaded machine; a broken keepalive still
+    fails the test's assertion)."""
+    from dpopt.progress import Progress
+
+    shown = threading.Event()
+    write = Progress._write
+
+    def _write(self, done, total, label, now, *, final):
+        write(self, done, total, label, now, final=final)
+        if label == f"{step} … still running":
+            shown.set()
+
+    monkeypatch.setattr(Progress, "_write", _write)
     original = getattr(owner, name)
 
     def slow(*args, **kwargs):
-        time.sleep(seconds)
+        shown.wait(10.0)
         return original(*args, **kwargs)
 
     monkeypatch.setattr(owner, name, slow)
@@ -142,7 +157,7 @@ def test_fit_shows_a_slow_read(folder, capsys, monkeypatch):
     from dpopt.datasets import csvfile
 
     _first_progress(monkeypatch, fit)
-    _slow(monkeypatch, csvfile, "read_csv_columns")
+    _slow(monkeypatch, csvfile, "read_csv_columns", "reading train.csv")
     assert main(["fit", "--data", "train.csv", "--target", "y", *DECLARED, "--epsilon", "1", "--classes",
                  "no,yes", "--out", "m.json"]) == 0
     assert "dpopt fit: [0/1] reading train.csv … still running" in capsys.readouterr().err
@@ -153,7 +168,7 @@ def test_tune_shows_a_slow_search_and_warns_once(folder, capsys, monkeypatch):
     from dpopt.estimators import DPBayesSearchCV
 
     _first_progress(monkeypatch, tune)
-    _slow(monkeypatch, DPBayesSearchCV, "fit")
+    _slow(monkeypatch, DPBayesSearchCV, "fit", "searching (2 Bayesian-optimization steps)")
     assert main(["tune", "--data", "train.csv", "--target", "y", *DECLARED, "--space",
                  "regularization=1e-4:1e-1:log", "--epsilon", "1", "--n-iter", "2", "--n-candidates", "8",
                  "--seed", "0", "--out", "r.json"]) == 0
@@ -168,7 +183,7 @@ def test_audit_shows_a_slow_target(capsys, monkeypatch):
     from dpopt.experiments import audits
 
     _first_progress(monkeypatch, audit)
-    _slow(monkeypatch, audits, "run")
+    _slow(monkeypatch, audits, "run", "auditing laplace")
     assert main(["audit", "laplace", "--samples", "2000", "--seed", "1"]) == 0
     captured = capsys.readouterr()
     assert "dpopt audit: [0/1] auditing laplace … still running" in captured.err
@@ -183,7 +198,7 @@ def test_predict_shows_a_slow_read(folder, capsys, monkeypatch):
                  "--classes", "no,yes", "--out", "m.json"]) == 0
     capsys.readouterr()
     _first_progress(monkeypatch, predict)
-    _slow(monkeypatch, csvfile, "read_csv_columns")
+    _slow(monkeypatch, csvfile, "read_csv_columns", "reading train.csv")
     assert main(["predict", "--model", "m.json", "--data", "train.csv", "--out", "p.csv"]) == 0
     assert "dpopt predict: [0/2] reading train.csv … still running" in capsys.readouterr().err
 
@@ -193,7 +208,7 @@ def test_dualavg_shows_a_slow_run(capsys, monkeypatch):
     from dpopt.cli import dualavg
 
     _first_progress(monkeypatch, dualavg)
-    _slow(monkeypatch, dpopt.dualavg, "minimize")
+    _slow(monkeypatch, dpopt.dualavg, "minimize", "dual averaging on 2 nodes (simulate)")
     assert main(["dualavg", "--synthetic", "20", "--nodes", "2", "--rounds", "10", "--epsilon", "1"]) == 0
     captured = capsys.readouterr()
     assert "dpopt dualavg: [0/1] dual averaging on 2 nodes (simulate) … still running" in captured.err

@@ -75,12 +75,21 @@ def test_bad_jobs_and_unknown_overrides_are_refused_before_running(tmp_path):
         han2014.run(quick=True, seed=-1)
 
 
+def _wait_for(condition, timeout: float = 10.0) -> None:
+    """Sleep until ``condition()`` holds, at most ``timeout`` s: a keepalive's lines come on time on an idle
+    machine, later on a loaded one (a fixed sleep would fail there), never if it is broken (then the
+    assertion after this fails)."""
+    end = time.monotonic() + timeout
+    while not condition() and time.monotonic() < end:
+        time.sleep(0.01)
+
+
 def test_keepalive_repeats_the_status_while_nothing_finishes():
     stream = io.StringIO()
     progress = Progress("job", stream=stream)
     progress(1, 3, "first")
-    with progress.keepalive(interval=0.2):
-        time.sleep(0.7)
+    with progress.keepalive(interval=0.2):  # (two repeats: 0.4 s unloaded; a loaded machine may take longer)
+        _wait_for(lambda: len(stream.getvalue().splitlines()) >= 3)
     lines = stream.getvalue().splitlines()
     assert lines[0].startswith("job: [1/3] first (")
     assert len(lines) >= 3 and all(line.startswith("job: [1/3] first … still running (") for line in lines[1:])
@@ -93,14 +102,14 @@ def test_keepalive_repeats_the_status_while_nothing_finishes():
 def test_a_noted_step_is_shown_only_when_slow_and_the_first_line_comes_early():
     """Progress(first=...): a command's first line after ``first`` s of silence, later ones after ``interval``;
     a noted status is written by the keepalive only (a quick step prints nothing)."""
-    quick = Progress("cmd", stream=io.StringIO(), first=0.1)
+    quick = Progress("cmd", stream=io.StringIO(), first=10.0)  # (a quick step: well within its first)
     with quick.keepalive(interval=10.0):
         quick.note(0, 1, "reading")
     assert quick.stream.getvalue() == ""
     slow = Progress("cmd", stream=io.StringIO(), first=0.1)
     with slow.keepalive(interval=10.0):
         slow.note(0, 1, "reading")
-        time.sleep(0.6)
+        _wait_for(lambda: slow.stream.getvalue() != "")  # 0.1 s unloaded; the next line only 10 s later
     lines = slow.stream.getvalue().splitlines()
     assert len(lines) == 1 and lines[0].startswith("cmd: [0/1] reading … still running (")
 
