@@ -176,7 +176,7 @@ def test_accountant_and_secure_noise_reach_the_family(data):
     assert "\n" not in str(refused.value)
 
 
-def test_secure_noise_on_dp_agd_majority_and_auto(data):
+def test_secure_noise_on_dp_agd_majority_and_auto(data, seeded_entropy):
     Xtr, Xte, ytr, yte = data
     agd = DPLogisticRegression(epsilon=1.0, delta=1e-6, method="dp-agd", data_norm=np.sqrt(D), random_state=0,
                                secure_noise=True).fit(Xtr, ytr)
@@ -191,6 +191,23 @@ def test_secure_noise_on_dp_agd_majority_and_auto(data):
     with pytest.raises(ValueError, match="needs delta > 0") as refused:
         DPLogisticRegression(epsilon=1.0, data_norm=np.sqrt(D), secure_noise=True, ledger=ledger).fit(Xtr, ytr)
     assert "\n" not in str(refused.value) and ledger.events == []
+
+
+@pytest.fixture
+def seeded_entropy(monkeypatch):
+    """The exact samplers' bits from a seeded stream instead of ``os.urandom`` (the same uniform bits to
+    them, so the same laws): a secure fit's accuracy is then the same on every run.  From the OS CSPRNG,
+    the DP-BLSGD fit below scored 0.643-0.933 over runs, so a bound on it failed now and then."""
+    import os
+    import types
+
+    from dpopt.privacy import secure
+
+    stream = np.random.default_rng(20261126)
+    monkeypatch.setattr(secure, "os", types.SimpleNamespace(urandom=stream.bytes, getpid=os.getpid))
+    pool = secure._EntropyPool()  # no bits left over from earlier draws
+    monkeypatch.setattr(secure, "_POOL", pool)
+    monkeypatch.setattr(secure, "_randbelow", pool.randbelow)
 
 
 def count_secure_draws(monkeypatch) -> dict:
@@ -212,7 +229,7 @@ def count_secure_draws(monkeypatch) -> dict:
     return calls
 
 
-def test_secure_noise_on_the_line_search_draws_exact_noise_within_the_budget(data, monkeypatch):
+def test_secure_noise_on_the_line_search_draws_exact_noise_within_the_budget(data, monkeypatch, seeded_entropy):
     Xtr, Xte, ytr, yte = data
     common = dict(epsilon=1.0, delta=1e-6, data_norm=np.sqrt(D), classes=["no", "yes"], random_state=0,
                   method="dp-blsgd")
@@ -225,9 +242,7 @@ def test_secure_noise_on_the_line_search_draws_exact_noise_within_the_budget(dat
     count = secure.privacy_events_[0]  # the released record count: secure too, at the same ε
     assert isinstance(count, ev.DiscreteLaplace)
     assert count.epsilon == pytest.approx(plain.privacy_events_[0].epsilon, rel=1e-12)
-    # majority: about 0.5.  The secure fit's noise is from the OS CSPRNG, not the seed: its accuracy varies
-    # run to run (20 runs: 0.697-0.933, and 0.643 once in a full-suite run), so its bound leaves room
-    assert secure.score(Xte, yte) > 0.6 and plain.score(Xte, yte) > 0.7
+    assert secure.score(Xte, yte) > 0.7 and plain.score(Xte, yte) > 0.7  # majority: about 0.5
 
 
 def test_secure_noise_on_an_accelerated_method_charges_discrete_laplace_at_the_same_epsilon(data):
