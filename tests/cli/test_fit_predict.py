@@ -301,3 +301,27 @@ def test_bad_input_gives_one_line_and_exit_code_2(bad_files, name, capsys, monke
     captured = capsys.readouterr()
     _check_one_line_error(name, argv, message, code, captured.out, captured.err)
     assert sorted(p.name for p in root.iterdir()) == before  # no model or partial file written
+
+
+def test_fit_help_states_each_default_regularization_rule(capsys):
+    """--regularization's help gives the rules of estimators._auto (it said 0.001 for outpert, whose rule is
+    0.3·d/(n·ε) in [0.001, 0.3])."""
+    import re
+
+    from dpopt.cli import main
+    from dpopt.estimators import _auto
+
+    with pytest.raises(SystemExit):
+        main(["fit", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    # each rule as the help states it: RATE*d/(n*epsilon) ... in [LOW, HIGH]
+    stated = {float(rate): (float(low), float(high)) for rate, low, high in
+              re.findall(r"([0-9.]+)\*d/\([nN]\*epsilon\)[^\[]*? in \[([0-9.e-]+), ([0-9.e-]+)\]", text)}
+    assert stated == {
+        _auto.OBJPERT_REGULARIZATION_RATE: _auto.OBJPERT_REGULARIZATION_RANGE,
+        _auto.OUTPERT_REGULARIZATION_RATE: _auto.OUTPERT_REGULARIZATION_RANGE,
+        _auto.DPSGD_REGULARIZATION_RATE: _auto.DPSGD_REGULARIZATION_RANGE,
+    }, stated
+    outpert = text[text.index("for outpert"):][:100]
+    assert f"{_auto.OUTPERT_REGULARIZATION_RATE:g}*d/(n*epsilon), " in outpert
+    assert f"{_auto.OUTPERT_GAUSSIAN_REGULARIZATION_RATE:g}*d/(n*epsilon) with --delta > 0" in outpert

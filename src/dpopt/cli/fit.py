@@ -76,7 +76,8 @@ def register(sub) -> None:
     p.add_argument(
         "--regularization", type=float, default=None, metavar="LAMBDA",
         help="L2 penalty mu (default for objpert: about 0.12*d/(n*epsilon), more where its Jacobian term takes a "
-        "large share of epsilon, in [1e-5, 0.1], falling faster above n*epsilon/d = 300; 0.01*d/(N*epsilon) in "
+        "large share of epsilon, in [1e-5, 0.1], falling faster above n*epsilon/d = 300; for outpert "
+        "0.3*d/(n*epsilon), 0.1*d/(n*epsilon) with --delta > 0, in [0.001, 0.3]; 0.01*d/(N*epsilon) in "
         "[1e-5, 1e-3] for dp-sgd with N a released count, 0.001 otherwise)",
     )
     p.add_argument("--seed", type=int, help="seed of the privacy noise (default: OS entropy, for real releases)")
