@@ -172,3 +172,19 @@ def test_tune_an_approximate_dp_method_end_to_end(root, capsys, monkeypatch):
     assert out.startswith("stated     epsilon = 5 (approx, delta = 1.05949e-05): the event log gives 5")
     assert "approx                 5   1.06e-05" in out
     assert main(["predict", "--model", "approx.model.json", "--data", "train.csv", "--out", "approx.csv"]) == 0
+
+
+def test_the_data_warnings_come_after_the_search_and_a_refusal_is_one_line(root, capsys, monkeypatch):
+    """hours without --bounds: its range is read from the data (a warning).  tune printed that warning while
+    reading, so a search refused afterwards printed two lines (and, on a terminal, the warning ran into the
+    keepalive's redrawn status line); as dpopt fit, it comes once the search has run."""
+    monkeypatch.chdir(root)
+    argv = ["tune", "--data", "train.csv", "--target", "income", "--bounds", "age=17:90", "--numeric", "hours",
+            "--categories", "city=Paris,Rome,Oslo", "--classes", "high,low", "--seed", "0", "--n-iter", "2",
+            "--n-candidates", "8", "--space", "regularization=1e-4:1e-1:log", "--epsilon", "1"]
+    assert main([*argv, "--method", "objpert", "--secure-noise", "--out", "refused.json"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "secure_noise=True is available for the methods" in err[0], err
+    assert main([*argv, "--quiet", "--out", "warned.json"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("dpopt tune: warning: no --bounds declared for numeric column(s) hours")

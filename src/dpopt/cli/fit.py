@@ -287,18 +287,17 @@ def disclosures(schema, n_rows: int, dropped: bool) -> list[str]:
     return out
 
 
-def load_encoded(args, command: str, pending: list | None = None) -> tuple:
+def load_encoded(args, pending: list) -> tuple:
     """Read and encode ``--data`` as the data options say: (schema, X, y, rows read).
 
     Shared by ``dpopt fit`` and ``dpopt tune``.  Refuses undeclared columns and
-    labels outside ``--classes``; warns (as ``dpopt COMMAND``, whatever
-    ``--quiet``) about numeric ranges read from the data and ``--missing drop``
-    — or, given a list ``pending``, appends those warnings to it for the caller
-    to print once something is released (a refused run releases nothing, and
-    prints one line).
+    labels outside ``--classes``; appends its warnings (numeric ranges read from
+    the data, ``--missing drop``) to ``pending`` as ``(message, "warning")``, for
+    the caller to print, whatever ``--quiet``, once something is released (a
+    refused run releases nothing, and prints one line).
     """
     def say(message: str) -> None:
-        warn(command, message) if pending is None else pending.append((message, "warning"))
+        pending.append((message, "warning"))
 
     from ..datasets.preprocess import learn_schema
 
@@ -364,7 +363,7 @@ def run(args) -> int:
     # when slow, so that a refused file still prints one line, the error
     with progress.keepalive():
         progress.note(0, 1, f"reading {args.data.name}")
-        schema, X, y, _ = load_encoded(args, "fit", pending)
+        schema, X, y, _ = load_encoded(args, pending)
         dropped = args.missing == "drop"
 
         estimator_class = DPLogisticRegression if args.model == "logistic" else DPHuberSVC

@@ -180,10 +180,11 @@ def run(args) -> int:
         if path is not None:
             check_out(option, path)
     progress = Progress("dpopt tune", quiet=args.quiet, first=FIRST_PROGRESS)
+    pending: list[tuple[str, str]] = []  # the data's warnings, printed once the search has run (as dpopt fit)
     # never silent for more than a few seconds; the steps are shown only when slow (a refusal prints one line)
     with progress.keepalive():
         progress.note(0, 1, f"reading {args.data.name}")
-        schema, X, y, rows_read = load_encoded(args, "tune")
+        schema, X, y, rows_read = load_encoded(args, pending)
         data_norm = args.data_norm if args.data_norm is not None else schema.row_bound
         search = DPBayesSearchCV(
             _estimator(args, data_norm), space, epsilon=args.epsilon, delta=args.delta, algorithm=args.algorithm,
@@ -197,6 +198,8 @@ def run(args) -> int:
                 search.fit(X, y)
             except ValueError as exc:
                 raise UserError(str(exc)) from None
+    for message, kind in pending:
+        warn("tune", message, kind)
     # once each: the first step's fit and the refit both warned that the label set was read from the data
     for message in dict.fromkeys(str(w.message) for w in caught):
         warn("tune", message.replace("classes= (every", "--classes A,B,... (every"))
