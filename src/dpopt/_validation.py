@@ -102,9 +102,9 @@ def check_int(name: str, value, *, minimum: int = 1, maximum: int | None = None,
     return value
 
 
-def check_iterations(name: str, value) -> int:
-    """An iteration count in [1, :data:`MAX_ITERATIONS`] (the reason is in the message)."""
-    return check_int(name, value, maximum=MAX_ITERATIONS, why=_ITERATIONS_WHY)
+def check_iterations(name: str, value, *, minimum: int = 1) -> int:
+    """An iteration count in [``minimum``, :data:`MAX_ITERATIONS`] (the reason is in the message)."""
+    return check_int(name, value, minimum=minimum, maximum=MAX_ITERATIONS, why=_ITERATIONS_WHY)
 
 
 def check_finite_array(name: str, array, *, ndim: int | tuple[int, ...] | None = None) -> np.ndarray:

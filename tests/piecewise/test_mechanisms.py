@@ -305,3 +305,11 @@ def test_offsets_of_both_signs_near_the_float_range_neither_raise_nor_warn():
         records = [minimize(p, 1.0, method="laplace-solution", repetitions=2, rng=0).release()["privacy"]
                    for p in (here, there)]
     assert x == pytest.approx([-1.0]) and records[0] == records[1]
+
+
+def test_a_subgradient_run_longer_than_can_run_is_refused_before_anything_is_charged():
+    # iterations=10**9 allocated k step sizes (8 GB) and ran silently; the limit is the families' one
+    ledger = Ledger(1.0, relation=RELATION)
+    with pytest.raises(ValueError, match=r"iterations must be in \[1, 10000000\]") as info:
+        minimize(problem(), 0.5, method="subgradient", ledger=ledger, rng=0, iterations=10**9)
+    assert "\n" not in str(info.value) and ledger.events == []

@@ -216,6 +216,11 @@ def test_argument_checks_are_public_and_shared_with_mcmc():
             lambda x: -np.abs(x).sum(-1), np.zeros((2, 1)), epsilon=1.0, sensitivity=1.0,
             proposal_std=0.1, steps=10, ledger=ledger, rng=0,
         )  # fmt: skip
+    with pytest.raises(ValueError, match=r"steps must be in \[4, 10000000\]"):  # a chain longer than can run
+        privacy.mcmc.metropolis_exponential(
+            lambda x: -np.abs(x).sum(-1), np.zeros((2, 1)), epsilon=1.0, sensitivity=1.0,
+            proposal_std=0.1, steps=10**9, ledger=ledger, rng=np.random.default_rng(0),
+        )  # fmt: skip
     assert ledger.events == []
 
 

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import as_generator, check_int, check_positive
+from .._validation import as_generator, check_int, check_iterations, check_positive
 from ..privacy import BudgetExceededError, Ledger, equal_share
 from ..privacy import events as ev
 from ..privacy import mechanisms as mech
@@ -345,7 +345,7 @@ def subgradient(
     draws each selection by the exact exponential mechanism (module docstring).
     """
     epsilon, R, rng, ledger = _setup(problem, epsilon, repetitions, rng, ledger)
-    k = check_int("iterations", iterations)
+    k = check_iterations("iterations", iterations)
     per_step = equal_share(epsilon, k)  # k draws add up to at most epsilon exactly
     if not ledger.can_afford(ev.SelfComposed(ev.Exponential(per_step), k)):
         raise BudgetExceededError(

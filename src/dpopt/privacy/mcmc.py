@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_finite_array, check_int, check_positive
+from .._validation import check_finite_array, check_iterations, check_positive
 from . import events as ev
 from .ledger import Ledger
 from .mechanisms import check_ledger, check_rng
@@ -115,7 +115,7 @@ def metropolis_exponential(
     epsilon = check_positive("epsilon", epsilon)
     sensitivity = check_positive("sensitivity", sensitivity)
     proposal_std = check_positive("proposal_std", proposal_std)
-    steps = check_int("steps", steps, minimum=4)
+    steps = check_iterations("steps", steps, minimum=4)
     check_rng(rng)
     x0 = check_finite_array("x0", x0)
     if x0.ndim not in (1, 2) or x0.shape[-1] == 0:
