@@ -56,6 +56,9 @@ def test_tune_a_private_estimator_writes_its_report(root, tuned):
     assert privacy["selection_guarantee"] == "conditional" and "k1(V, V') = 0.95" in privacy["selection"]["notes"]
     assert any("label set" in d for d in report["disclosed"])
     assert "selection conditional" in stdout and "saved      report.json" in stdout
+    # the score's noise scale is stated (Algorithm 1's bound at these settings is far above accuracy's range)
+    scale = report["best_score_noise_scale"]
+    assert scale > 0 and f"Laplace noise of scale {scale:.3g})" in stdout
     assert "model      report.model.json" in stdout
 
 

@@ -211,6 +211,9 @@ def run(args) -> int:
         "space": {k: list(v) for k, v in space.items()},
         "best_params": search.best_params_,
         "best_score": search.best_score_,
+        # the Laplace scale of that release: the paper's bound at these public settings (it can exceed the
+        # score's own range, and then the released score says little)
+        "best_score_noise_scale": float(search.result_.info["score_scale"]),
         "privacy": privacy,
         "disclosed": [
             *disclosures(schema, int(X.shape[0]), args.missing == "drop"),
@@ -230,7 +233,8 @@ def run(args) -> int:
                            for k, v in search.best_params_.items())
         exact = " (exact, floating-point safe)" if args.secure_noise else ""
         print(f"best       {params} (released by the exponential mechanism{exact})")
-        print(f"score      {search.best_score_:.6g} (released with {'discrete ' if exact else ''}Laplace noise)")
+        print(f"score      {search.best_score_:.6g} (released with {'discrete ' if exact else ''}Laplace noise of "
+              f"scale {report['best_score_noise_scale']:.3g})")
         delta = f", delta = {privacy['delta_ledger']:.3g}" if privacy["delta_ledger"] else ""
         print(f"privacy    epsilon = {privacy['epsilon']:.6g}{delta} ({privacy['notion']} accounting, "
               f"{len(privacy['events'])} events), selection {privacy['selection_guarantee']}; protects "
