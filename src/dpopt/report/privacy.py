@@ -42,6 +42,11 @@ NOTIONS = {
         "(ε, δ)-DP via zero-concentrated DP",
         "ZCDPAccountant: ρ-zCDP composed additively, converted to (ε, δ) at the stated δ",
     ),
+    "pld": (
+        "(ε, δ)-DP via privacy loss distributions",
+        "PLDAccountant: the events' privacy loss distributions, discretized pessimistically and composed by "
+        "convolution, read at the stated δ",
+    ),
 }
 #: Ledger relation → what a neighbouring data set is.
 RELATIONS = {
