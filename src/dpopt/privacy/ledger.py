@@ -35,7 +35,7 @@ from .._validation import check_delta, check_int, check_nonnegative, check_posit
 from . import events as ev
 from . import pld, zcdp  # noqa: F401  (register "pld" and "zcdp")
 from .accountant import Accountant, AccountantBase, Relation, make_accountant, required_relation
-from .approx import ApproxDPAccountant
+from .approx import ApproxDPAccountant, _round_up
 from .pure import PureDPAccountant
 from .rdp import RDPAccountant, rdp_budget_per_order
 
@@ -92,11 +92,7 @@ def budget_for(*parts: float) -> float:
     sum, which an exact ledger of that budget then refuses at its last part;
     the sum is rounded up instead.
     """
-    need = sum((Fraction(check_nonnegative("part", x)) for x in parts), Fraction(0))
-    b = float(need)
-    while Fraction(b) < need:
-        b = math.nextafter(b, math.inf)
-    return b
+    return _round_up(sum((Fraction(check_nonnegative("part", x)) for x in parts), Fraction(0)))
 
 
 def remainder(total: float, *spent: float) -> float:
