@@ -564,3 +564,30 @@ def test_one_refused_search_draws_nothing_and_computes_no_answer(noise, lazy, se
         ls.above_threshold_search(ray, 0.5 ** np.arange(6), alpha=0.5, budget=1.0, noise=noise, ledger=ledger,
                                   rng=gen, lazy=lazy, secure_noise=secure)
     assert gen.bit_generator.state == before and ledger.events == []
+
+
+@pytest.mark.parametrize("query", ["objective", "decrease"])
+def test_a_runs_unchecked_releases_are_the_public_ones(query):
+    """_noisy_gradient and _line_search (a run's own iterate, checked once, QUIET held by the loop) give the
+    numbers, events and query counts of the public noisy_gradient and line_search; the public ones still
+    refuse a non-finite w before anything is charged."""
+    from dpopt.oracles.noisy_btls import candidate_steps
+    from dpopt.oracles.oracle import QUIET
+
+    public, run = _sampling_oracle(3, query=query), _sampling_oracle(3, query=query)
+    w, steps = np.array([0.3, -0.2, 0.1]), candidate_steps(2.0, 0.8, 10)
+    for _ in range(4):
+        g = public.noisy_gradient(w, 0.05)
+        with np.errstate(**QUIET):
+            g_run = run._noisy_gradient(w, 0.05)
+            index_run = run._line_search(w, g_run, steps, 0.5, 0.4)
+        np.testing.assert_array_equal(g_run, g)
+        assert index_run == public.line_search(w, g, steps, alpha=0.5, budget=0.4)
+        w = w - 0.1 * g
+    assert run.ledger.events == public.ledger.events and run.queries == public.queries
+    before = list(public.ledger.events)
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        public.noisy_gradient(np.array([np.nan, 0.0, 0.0]), 0.05)
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        public.line_search(w, np.array([np.inf, 0.0, 0.0]), steps, alpha=0.5, budget=0.4)
+    assert public.ledger.events == before

@@ -397,3 +397,25 @@ def test_one_search_session_refuses_bad_blocks():
     assert session.ask_block(np.full(2, 1e9)) == 0  # the remaining two still fit; the first is above
     with pytest.raises(ValueError, match="k >= 1"):
         opened().ask_block(np.zeros(0))
+
+
+@pytest.mark.parametrize("event", [ev.Gaussian(2.0, 1.0), ev.Laplace(3.0, 1.0), ev.VectorLaplace(1.5, 1.0)])
+def test_release_charged_is_release_with_its_checks_made_once(event):
+    """The oracles' per-release path: the numbers and the charge of ``release`` with the caller's sampler."""
+    sampler, value = PoissonSampler(0.1), np.arange(6.0)
+    a, b = Ledger(1e3, 1e-5, "rdp"), Ledger(1e3, 1e-5, "rdp")
+    expected = mech.release(value, event, ledger=a, rng=rng(3), sampler=sampler)
+    got = mech.release_charged(value, event, sampler.wrap(event), ledger=b, rng=rng(3))
+    assert np.array_equal(got, expected)
+    assert b.events == a.events == [sampler.wrap(event)]
+
+
+def test_release_charged_refuses_a_non_finite_value_before_charging():
+    ledger, state = Ledger(10.0), rng(4)
+    before = state.bit_generator.state
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        mech.release_charged(np.array([0.0, np.inf]), ev.Laplace(1.0, 1.0), ev.Laplace(1.0, 1.0), ledger=ledger,
+                             rng=state)
+    with pytest.raises(BudgetExceededError):
+        mech.release_charged(np.zeros(2), ev.Laplace(0.01, 1.0), ev.Laplace(0.01, 1.0), ledger=ledger, rng=state)
+    assert ledger.events == [] and state.bit_generator.state == before

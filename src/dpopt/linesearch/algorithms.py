@@ -101,7 +101,8 @@ from ..oracles import (
     run_ledger,
     step_event,
 )
-from ..oracles.noisy_btls import noisy_btls_step, reset_initial_step
+from ..oracles.noisy_btls import reset_initial_step, run_step
+from ..oracles.oracle import QUIET
 from ..privacy import events as ev
 from ..result import DPResult
 from .cheb import AngleAverage, angle_between, cheb, gradient_average
@@ -402,82 +403,83 @@ def _descend(model, epsilon, delta, rng, hyper: LineSearchHyper, *, method: str,
     w = start_point(model, hyper.w0)
     angles = AngleAverage(hyper.psi)
     previous = None
-    eta0 = eta0_initial = hyper.eta0_for(model)
+    eta0 = eta0_initial = float(hyper.eta0_for(model))
     omega = []
     stats = _Stats()
     stop, t = "planned", 0
-    search = {"alpha": hyper.alpha, "beta": hyper.beta, "max_it": hyper.max_it}
+    alpha, beta, max_it = float(hyper.alpha), float(hyper.beta), int(hyper.max_it)
     last = min(plan.iterations, hyper.max_iter)
 
-    while t < last:
-        planned_step = oracle.step_event(rho, bt)  # a gradient and a line search, composed
-        before = (rho, bt)
-        if not oracle.can_afford(planned_step):
-            stop = "budget"
-            break
-        if not oracle.releases_exactly(*planned_step.events):  # secure: budgets shrunk below any use
-            stop = "noise"
-            break
-        charged_before = stats.gradients + stats.line_searches  # one event per release
-        g = oracle.noisy_gradient(w, rho)
-        stats.gradients += 1
-        eta, shrunk = 0.0, False
-        while True:  # the check above covers the first search; later ones are checked below
-            eta = noisy_btls_step(oracle, w, g, eta0=eta0, budget=bt, **search)
-            stats.line_searches += 1
+    with np.errstate(**QUIET):  # the releases' floating-point warnings off, once for the run
+        while t < last:
+            planned_step = oracle.step_event(rho, bt)  # a gradient and a line search, composed
+            before = (rho, bt)
+            if not oracle.can_afford(planned_step):
+                stop = "budget"
+                break
+            if not oracle.releases_exactly(*planned_step.events):  # secure: budgets shrunk below any use
+                stop = "noise"
+                break
+            charged_before = stats.gradients + stats.line_searches  # one event per release
+            g = oracle._noisy_gradient(w, rho)
+            stats.gradients += 1
+            eta, shrunk = 0.0, False
+            while True:  # the check above covers the first search; later ones are checked below
+                eta = run_step(oracle, w, g, eta0, bt, alpha, beta, max_it)
+                stats.line_searches += 1
+                if eta > 0.0:
+                    break
+                stats.failures += 1
+                if hyper.budget_increase == "no":  # Fig. 1's "no": move on with a fresh gradient
+                    break
+                rest = last - t - 1  # a retry must leave the iterations still planned their budgets
+                retry = [oracle.line_search_event((1.0 + hyper.xi) * bt)]  # the larger of CHEB's two outcomes
+                if rest:
+                    retry.append(ev.SelfComposed(planned_step, rest))
+                if increase == "cheb":
+                    if not oracle.can_afford(oracle.gradient_event(rho), *retry):
+                        break
+                    g2 = oracle._noisy_gradient(w, rho)
+                    stats.gradients += 1
+                    out = cheb(g, g2, rho_grad=rho, budget_bt=bt, xi=hyper.xi, theta_bar=angles.value,
+                               phi_max=hyper.phi_max, phi_min=hyper.phi_min,
+                               force_gradient=hyper.budget_increase == "must")
+                    rho, bt, g = out.rho_grad, out.budget_bt, out.gradient
+                    stats.cheb[out.action] += 1
+                    if adaptive_clipping and out.action == "gradient" and not shrunk:
+                        oracle.shrink_clipping(hyper.zeta)
+                        shrunk = True
+                        stats.clip_history.append((t, oracle.c_grad, oracle.c_obj))
+                else:  # DP-AGD (Lee & Kifer 2018): measure the extra budget ξρ and average it in
+                    extra = hyper.xi * rho
+                    if not (oracle.can_afford(oracle.gradient_event(extra), *retry)
+                            and oracle.releases_exactly(oracle.gradient_event(extra))):
+                        break
+                    g2 = oracle._noisy_gradient(w, extra)
+                    stats.gradients += 1
+                    g = gradient_average(g, rho, g2, extra)
+                    rho, bt = rho + extra, (1.0 + hyper.xi) * bt
+                    stats.budget_increases += 1
+                if not oracle.can_afford(oracle.line_search_event(bt)):
+                    break
             if eta > 0.0:
-                break
-            stats.failures += 1
-            if hyper.budget_increase == "no":  # Fig. 1's "no": move on with a fresh gradient
-                break
-            rest = last - t - 1  # a retry must leave the iterations still planned their budgets
-            retry = [oracle.line_search_event((1.0 + hyper.xi) * bt)]  # the larger of CHEB's two outcomes
-            if rest:
-                retry.append(ev.SelfComposed(planned_step, rest))
-            if increase == "cheb":
-                if not oracle.can_afford(oracle.gradient_event(rho), *retry):
-                    break
-                g2 = oracle.noisy_gradient(w, rho)
-                stats.gradients += 1
-                out = cheb(g, g2, rho_grad=rho, budget_bt=bt, xi=hyper.xi, theta_bar=angles.value,
-                           phi_max=hyper.phi_max, phi_min=hyper.phi_min,
-                           force_gradient=hyper.budget_increase == "must")
-                rho, bt, g = out.rho_grad, out.budget_bt, out.gradient
-                stats.cheb[out.action] += 1
-                if adaptive_clipping and out.action == "gradient" and not shrunk:
-                    oracle.shrink_clipping(hyper.zeta)
-                    shrunk = True
-                    stats.clip_history.append((t, oracle.c_grad, oracle.c_obj))
-            else:  # DP-AGD (Lee & Kifer 2018): measure the extra budget ξρ and average it in
-                extra = hyper.xi * rho
-                if not (oracle.can_afford(oracle.gradient_event(extra), *retry)
-                        and oracle.releases_exactly(oracle.gradient_event(extra))):
-                    break
-                g2 = oracle.noisy_gradient(w, extra)
-                stats.gradients += 1
-                g = gradient_average(g, rho, g2, extra)
-                rho, bt = rho + extra, (1.0 + hyper.xi) * bt
-                stats.budget_increases += 1
-            if not oracle.can_afford(oracle.line_search_event(bt)):
-                break
-        if eta > 0.0:
-            w = w - eta * g
-            if previous is not None:
-                angles.update(angle_between(g, previous))
-            previous = g
-            omega.append(eta)
-            stats.steps.append(eta)
-        t += 1
-        charged = stats.gradients + stats.line_searches - charged_before
-        stats.events_per_iteration.append(charged)
-        if charged > 2:  # a failed search took from the iterations still planned: share what is left
-            rho, bt = fit_remaining(hyper, ledger=ledger, rate=rate, remaining=last - t, rho=rho, bt=bt,
-                                    event_of=_charged(model, hyper, rate, oracle.c_grad, oracle.c_obj)
-                                    if secure else None, before=before, charged=oracle.step_event)
-        if t % hyper.tau == 0:
-            eta0, omega = reset_initial_step(eta0, omega, hyper.varsigma), []
-        if hyper.trajectory:
-            stats.trajectory.append(diagnostic_value(model, w))
+                w = w - eta * g
+                if previous is not None:
+                    angles.update(angle_between(g, previous))
+                previous = g
+                omega.append(eta)
+                stats.steps.append(eta)
+            t += 1
+            charged = stats.gradients + stats.line_searches - charged_before
+            stats.events_per_iteration.append(charged)
+            if charged > 2:  # a failed search took from the iterations still planned: share what is left
+                rho, bt = fit_remaining(hyper, ledger=ledger, rate=rate, remaining=last - t, rho=rho, bt=bt,
+                                        event_of=_charged(model, hyper, rate, oracle.c_grad, oracle.c_obj)
+                                        if secure else None, before=before, charged=oracle.step_event)
+            if t % hyper.tau == 0:
+                eta0, omega = float(reset_initial_step(eta0, omega, hyper.varsigma)), []
+            if hyper.trajectory:
+                stats.trajectory.append(diagnostic_value(model, w))
 
     if stop == "planned" and t < plan.iterations:
         stop = "max_iter"

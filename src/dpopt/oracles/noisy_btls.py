@@ -161,7 +161,21 @@ def noisy_btls_step(oracle, w, g, *, eta0: float, budget: float, alpha: float, b
     oracle's AboveThreshold query (:meth:`~dpopt.oracles.PrivateOracle.line_search`).
     """
     steps = _ladder(float(eta0), float(beta), int(max_it))
-    index = int(oracle.line_search(w, g, steps, alpha=alpha, budget=budget))
+    return _chosen(steps, oracle.line_search(w, g, steps, alpha=alpha, budget=budget))
+
+
+def run_step(oracle, w: np.ndarray, g: np.ndarray, eta0: float, budget: float, alpha: float, beta: float,
+             max_it: int) -> float:
+    """:func:`noisy_btls_step` of a run's own iterate ``w`` and released gradient ``g``
+    (:meth:`~dpopt.oracles.PrivateOracle._line_search`: not checked again; the run's loop holds
+    ``np.errstate(**QUIET)``); η₀, β and ``max_it`` floats and an int already."""
+    steps = _ladder(eta0, beta, max_it)
+    return _chosen(steps, oracle._line_search(w, g, steps, alpha, budget))
+
+
+def _chosen(steps: np.ndarray, index) -> float:
+    """The step at ``index``, 0 where the search failed (``index`` −1; Algorithm 1, line 12)."""
+    index = int(index)
     return float(steps[index]) if index >= 0 else 0.0
 
 

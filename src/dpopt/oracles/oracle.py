@@ -298,7 +298,23 @@ class PrivateOracle:
 
     def noisy_gradient(self, w, rho: float) -> np.ndarray:
         """:meth:`gaussian_gradient` with σ = C_grad/√(2ρ): (α, αρ)-RDP before amplification."""
-        return self.gradient(w, self._event("gradient", rho)[0])
+        with np.errstate(**QUIET):
+            return self._noisy_gradient(as_params(w, self._dim), rho)
+
+    def _noisy_gradient(self, w: np.ndarray, rho: float) -> np.ndarray:
+        """:meth:`noisy_gradient` at a run's own iterate: ``w`` a finite float array of width ``dim``
+        (not checked again), called inside ``np.errstate(**QUIET)`` (the run's loop holds it once).
+        The same event, charge and numbers; the per-release checks of :func:`~dpopt.privacy.mechanisms.release`
+        that the oracle's constructor and its event cache made once are not repeated
+        (:func:`~dpopt.privacy.mechanisms.release_charged`)."""
+        event, charged = self._event("gradient", rho)
+        if self.secure_noise:
+            noisy = self._noisy_sum(w, event, False)
+        else:
+            total, _ = self.model._clipped_grad_sum(w, self.batch(w), self.c_grad)
+            noisy = mech.release_charged(total, event, charged, ledger=self.ledger, rng=self.rng)
+        return noisy / self.weight + (self.model.l2 * w if self._plain_regularizer
+                                      else self.model.regularizer_grad(w))
 
     def laplace_gradient(self, w, scale: float) -> np.ndarray:
         """(Σ_B clip(∇f_i, C) + Laplace(scale)ᵈ)/(q·N) + ∇r(w): ε = √d·C/scale (‖v‖₁ ≤ √d‖v‖₂)."""
@@ -323,14 +339,21 @@ class PrivateOracle:
         :func:`~dpopt.oracles.line_search.above_threshold_search`.
         """
         with np.errstate(**QUIET):  # (the ray's data passes run inside the search)
-            ray = self._ray(w, g, self.batch(w))
-            event = None if math.isinf(budget) else self._event("line_search", budget)[0]
-            # A lazy oracle asks one candidate per pass unless a few per pass are cheaper than the
-            # per-pass round trips (public q·N and k only; same event, same output distribution).
-            lazy = self.lazy and self.weight * steps.shape[-1] > EAGER_ENTRIES
-            index = above_threshold_search(ray, steps, alpha=alpha, budget=budget, noise=self.noise,
-                                           ledger=self.ledger, rng=self.rng, sampler=self.sampler,
-                                           lazy=lazy, event=event, secure_noise=self.secure_noise)
+            w, g = check_direction(w, g, self._dim)
+            return self._line_search(w, g, steps, alpha, budget)
+
+    def _line_search(self, w: np.ndarray, g: np.ndarray, steps: np.ndarray, alpha: float, budget: float):
+        """:meth:`line_search` of a run's own iterate and released gradient: ``w`` and ``g`` finite float
+        arrays of one shape and width ``dim`` (not checked again), called inside
+        ``np.errstate(**QUIET)`` (the run's loop holds it once)."""
+        ray = Ray._along(self.model, w, g, self.c_obj, self.batch(w), self.weight, self.query)
+        event = None if math.isinf(budget) else self._event("line_search", budget)[0]
+        # A lazy oracle asks one candidate per pass unless a few per pass are cheaper than the
+        # per-pass round trips (public q·N and k only; same event, same output distribution).
+        lazy = self.lazy and self.weight * steps.shape[-1] > EAGER_ENTRIES
+        index = above_threshold_search(ray, steps, alpha=alpha, budget=budget, noise=self.noise,
+                                       ledger=self.ledger, rng=self.rng, sampler=self.sampler,
+                                       lazy=lazy, event=event, secure_noise=self.secure_noise)
         if np.ndim(index) == 0:  # one search: Python arithmetic
             index = int(index)
             self.queries += index + 1 if index >= 0 else steps.shape[-1]

@@ -54,6 +54,7 @@ __all__ = [
     "AboveThresholdSession",
     "PrepaidGaussianRounds",
     "release",
+    "release_charged",
     "secure_event",
     "secure_scale",
     "SECURE_MAX_SCALE",
@@ -206,6 +207,27 @@ def release(
             raise ValueError("secure_noise is available for Laplace and Gaussian noise, not VectorLaplace")
         return _secure_release(value, event, ledger, sampler)
     _charge(event, ledger, sampler)
+    return _noised(value, event, rng)
+
+
+def release_charged(value: np.ndarray, event: ev.Event, charged: ev.Event, *, ledger: Ledger,
+                    rng: np.random.Generator) -> np.ndarray:
+    """:func:`release` for a caller that checked everything but the value once, for many releases
+    (:class:`~dpopt.oracles.PrivateOracle`'s gradients): ``event`` a Laplace, Gaussian or
+    VectorLaplace event (not secure), ``charged`` that event as the caller's sampler amplifies it
+    (``sampler.wrap(event)``, or ``event`` itself without sampling), ``ledger`` a
+    :class:`Ledger`, ``rng`` a Generator.  ``value`` (a float array) must be finite (``ValueError``
+    before anything is charged); ``charged`` is charged, then the noise is drawn: the numbers of
+    :func:`release` with the same arguments.
+    """
+    if not np.logical_and.reduce(np.isfinite(value), axis=None):
+        raise ValueError("value contains NaN or infinite value(s)")
+    ledger.charge(charged)
+    return _noised(value, event, rng)
+
+
+def _noised(value: np.ndarray, event: ev.Event, rng: np.random.Generator) -> np.ndarray:
+    """``value`` plus the noise of an additive-noise ``event``, drawn now (after its charge)."""
     if isinstance(event, ev.Laplace):
         return value + rng.laplace(0.0, event.scale, size=value.shape)
     if isinstance(event, ev.Gaussian):
