@@ -413,3 +413,21 @@ def test_model_file_does_not_publish_the_seed_of_the_noise():
     for _, X, y in fitted.values():  # the attack: refit each candidate with the published parameters
         refit = DPLogisticRegression(**params).fit(X, y)
         assert not np.array_equal(refit.coef_, released)
+
+
+@pytest.mark.parametrize("key, value", [("repetitions", 50), ("private", False)])
+def test_method_params_cannot_release_more_than_one_charged_fit(key, value):
+    """``method_params={"repetitions": R}`` reached accelerated.minimize's experiment switch: R independent ε-DP
+    fits were released (coef_ of shape (1, R - 1, d + 1)) and charged as one ε.  On 4 rows with one label flipped
+    (dp-gd, ε = 1, one iteration, 40 seeds each), the mean over R = 2000 released fits told D from D' with
+    threshold accuracy 1.00, where ε = 1 allows e/(1 + e) = 0.73.  ``private=False`` fitted without noise.  Both
+    are refused before anything is spent."""
+    X, y = _data()
+    ledger = Ledger(5.0, relation="replace_one")
+    est = DPLogisticRegression(epsilon=1.0, method="dp-gd", data_norm=1.0, classes=CLASSES, ledger=ledger,
+                               random_state=0, method_params={key: value, "iterations": 5})
+    with pytest.raises(ValueError, match=rf"^method_params\['{key}'\] is not a hyper-parameter of one private fit"):
+        est.fit(X, y)
+    assert ledger.events == []
+    fitted = est.set_params(method_params={"iterations": 5}).fit(X, y)
+    assert fitted.coef_.shape == (1, D) and len(ledger.events) == 5

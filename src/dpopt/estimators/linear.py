@@ -134,6 +134,11 @@ SKLEARN_DP_EXCEPTIONS = {
 #: until killed (its event log alone would need ~1 TB).
 _RUN_LENGTHS = ("iterations", "steps", "planned_iterations")
 
+#: Options of a family's entry point that are not hyper-parameters of one private fit, refused in ``method_params``:
+#: ``repetitions=R`` (accelerated) runs R independent fits on the data and returns all of them, charged as one (its
+#: ledger describes each repetition, for experiments); ``private=False`` fits without noise.
+_NOT_HYPERPARAMETERS = ("repetitions", "private")
+
 #: The name the row-bound range check gives (``ROW_BOUND_RANGE``).
 _ROW_BOUND = "the row bound (data_norm, or that of bounds or the data)"
 
@@ -220,6 +225,10 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         if self.method_params is not None and not isinstance(self.method_params, Mapping):
             raise TypeError(f"method_params must be a dict of the method's hyper-parameters or None, got "
                             f"{type(self.method_params).__name__}")  # fmt: skip
+        for key in _NOT_HYPERPARAMETERS:
+            if key in (self.method_params or {}):
+                raise ValueError(f"method_params[{key!r}] is not a hyper-parameter of one private fit (it would "
+                                 "release more than the fit's record covers); leave it out")
         for key in _RUN_LENGTHS:  # before anything is spent (an (ε, δ) fit releases a count first)
             if key in (self.method_params or {}):
                 check_iterations(f"method_params[{key!r}]", self.method_params[key])
@@ -592,7 +601,8 @@ class DPLogisticRegression(_DPLinearClassifier):
         Learn an intercept (an extra constant feature inside the norm bound).
     method_params:
         Extra keyword arguments for the optimizer (e.g. ``{"iterations": 200}``
-        for the accelerated methods); see the method's documentation.
+        for the accelerated methods); see the method's documentation.  ``repetitions`` and
+        ``private`` (a family's switches for experiments) are refused.
     random_state:
         Seed or ``numpy.random.Generator`` for the privacy noise; ``None`` draws
         from OS entropy (recommended for a real release).
