@@ -185,3 +185,28 @@ def test_a_checkpoint_without_recorded_settings_is_refused_in_words_that_fit_it(
     np.savez(path, **legacy)
     with pytest.raises(ValueError, match=r"^resume=True replays rounds 3\.\.4, .* records no settings .*new run$"):
         dualavg.minimize(shards, rounds=4, checkpoint_dir=str(tmp_path), resume=True, **kw)
+
+
+def test_a_ledger_of_another_relation_is_refused_before_anything_is_spent():
+    """The accounting is replace-one with public shard sizes.  With batch = the smallest shard no subsampling event
+    tripped the ledger's own relation check, so an add/remove ledger was accepted and the result claimed add/remove;
+    under that relation one record added to node 0 (shards of 2, 2, 2 vs 3, 2, 2 rows) gave a record of 3 vs 4
+    rounds (the default rounds follow the shard sizes)."""
+    from dpopt.privacy import Ledger
+
+    D = make_shards(n=3, q=2, d=2)
+    X, y = D[0]
+    neighbour = [(np.vstack([X, X[:1]]), np.concatenate([y, y[:1]])), *D[1:]]
+    for data in (D, neighbour):
+        ledger = Ledger(50.0, 1e-5, "rdp", relation="add_remove")
+        with pytest.raises(ValueError, match=r"ledger\.relation must be 'replace_one' \(liu2024"):
+            dualavg.minimize(data, epsilon=2.0, iota=1.0, batch=2, seed=0, ledger=ledger)
+        assert ledger.events == []
+    ledger = Ledger(50.0, 1e-5, "rdp", relation="replace_one")
+    assert dualavg.minimize(D, epsilon=2.0, iota=1.0, batch=2, seed=0, ledger=ledger).relation == "replace_one"
+
+
+@pytest.mark.parametrize("sigma", [-1.0, float("nan")])
+def test_a_negative_or_nan_sigma_is_refused_not_run_without_noise(sigma):
+    with pytest.raises(ValueError, match="sigma must"):
+        dualavg.minimize(make_shards(n=3, q=4, d=2), sigma=sigma, iota=1.0, rounds=3, seed=0)

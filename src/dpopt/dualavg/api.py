@@ -13,6 +13,7 @@ import numpy as np
 from .. import _validation as val
 from ..privacy import Ledger
 from ..privacy.calibration import run_accountant
+from ..privacy.mechanisms import check_ledger
 from ..result import DPResult
 from . import accounting
 from .algorithm import Config, NodeState, charge_rounds_again, local_objective_sum, run_block
@@ -97,8 +98,10 @@ def minimize(
     end calls it for its own node only).  Privacy: ``epsilon`` (and ``delta``)
     set a budget per record holder and σ is calibrated by the RDP accountant
     (``noise="accountant"``) or taken from Theorem 1 (``noise="theorem1"``,
-    with per-step ``delta0``); ``sigma`` fixes σ directly; neither → the
-    non-private run (σ = 0).  ``iota = 1`` is the all-active baseline [19].
+    with per-step ``delta0``); ``sigma`` ≥ 0 fixes σ directly; neither (or σ = 0) →
+    the non-private run.  ``ledger``, if given, must be under the replace-one
+    relation (the accounting's: shard sizes public); another relation is refused.
+    ``iota = 1`` is the all-active baseline [19].
     ``schedule``/``gamma`` default to §5.2 (ℓ2) and §5.3 (ℓ1).
     ``activation_visible=False`` accounts as the paper does (activation hidden
     from the adversary, amplification by ι·b/q); the result's guarantee is then
@@ -140,6 +143,10 @@ def minimize(
     costs ~2–13 µs of CPU per released coordinate (``benchmarks/bench_dualavg.py --secure``).
     """
     backend = val.check_choice("backend", backend, ("simulate", "mpi"))
+    if ledger is not None:  # the record's relation: replace-one, the shard sizes q_i public (accounting module)
+        check_ledger(ledger, "replace_one", why=" (liu2024: a record is replaced, the shard sizes q_i are public)")
+    if sigma is not None:  # 0: the non-private run; a negative or NaN sigma is refused, not run without noise
+        sigma = val.check_nonnegative("sigma", sigma)
     load, sizes = _shard_source(shards, sizes)
     n = len(sizes)
     if comm is None:
