@@ -431,3 +431,32 @@ def test_method_params_cannot_release_more_than_one_charged_fit(key, value):
     assert ledger.events == []
     fitted = est.set_params(method_params={"iterations": 5}).fit(X, y)
     assert fitted.coef_.shape == (1, D) and len(ledger.events) == 5
+
+
+def test_iterates_carried_out_of_the_float_range_neither_raise_nor_warn_after_the_releases():
+    """A step far above 1/L (method_params) carries the iterates to the edge of the float range, where whether the
+    next query point overflows depends on one record: with step 1.01508e156, 3 iterations, seed 3, D raised
+    'w contains 1 NaN or infinite value(s)' after two charged releases and left the shared ledger empty (a fit that
+    raises spends nothing), while D' (one record replaced) fitted and was charged 3 events; repeated fits gave that
+    bit away for free.  Now every step size completes silently on both, with the same record, charged alike."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (20, 2))
+    y = (X[:, 0] > 0).astype(int)
+    X2, y2 = X.copy(), y.copy()
+    X2[0], y2[0] = [1.0, 1.0], 1 - y[0]
+    for method, precision in (("dp-gd", "float64"), ("dp-nag", "float32")):
+        for step in np.geomspace(1e150, 1e160, 25):
+            records = []
+            for data in ((X, y), (X2, y2)):
+                ledger = Ledger(1e6, relation="replace_one")
+                params = {"iterations": 3, "step": float(step), "precision": precision}
+                if method == "dp-nag":
+                    params.update(step=float(step) * 1e-135, momentum=0.9, mu=1e-300)  # mu * step < 1
+                with warnings.catch_warnings():
+                    warnings.simplefilter("error")
+                    est = DPLogisticRegression(epsilon=100.0, method=method, data_norm=1.0, classes=[0, 1],
+                                               regularization=1e-3, random_state=3, ledger=ledger,
+                                               method_params=params).fit(*data)
+                assert len(ledger.events) == 3
+                records.append(json.dumps(est.privacy_record()))
+            assert records[0] == records[1]

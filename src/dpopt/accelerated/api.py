@@ -244,7 +244,8 @@ def minimize(
             )
     else:
         oracle = NonPrivateGradientOracle(objective, **common)
-    X, t_rec, x_rec = _run(plan, oracle, X0, record)
+    with np.errstate(over="ignore", invalid="ignore"):  # iterates past the float range: inf/NaN (post-processing),
+        X, t_rec, x_rec = _run(plan, oracle, X0, record)  # never a warning on one neighbour only
 
     fun = _diagnostic(objective, oracle, X)
     traj = _diagnostic(objective, oracle, x_rec) if record is not None else None

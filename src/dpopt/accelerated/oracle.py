@@ -212,11 +212,26 @@ class PrivateGradientOracle(_GradientOracle):
         )
 
     def gradient(self, W: np.ndarray, scale: float) -> np.ndarray:
-        """Noisy gradient at each row of W (R, d), Laplace scale ``scale`` on the minibatch mean."""
+        """Noisy gradient at each row of W (R, d), Laplace scale ``scale`` on the minibatch mean.
+
+        A row that step sizes far above 1/L have carried out of the float range (max|w| beyond
+        :meth:`_reach`, or not finite) gets NaN: it is queried at 0, charged and noised as any
+        query, so the run neither raises nor overflows on the one neighbour whose records tip it over.
+        """
         event = ev.Laplace(check_positive("scale", scale), self.sensitivity / self.batch_size)
-        noisy = self.oracle.gradient(W, event, mean=True)
+        W = np.asarray(W, dtype=float)
+        with np.errstate(invalid="ignore"):
+            out = ~(np.max(np.abs(W), axis=-1) <= self._reach())  # NaN compares False: out of range too
+        noisy = self.oracle.gradient(np.where(out[..., None], 0.0, W) if out.any() else W, event, mean=True)
         self.queries += 1
+        if out.any():
+            noisy[out] = np.nan
         return noisy
+
+    def _reach(self) -> float:
+        """The largest max|w| queried: every partial sum of a margin u·w is at most ‖u‖₁·max|w| ≤
+        feature_bound·max|w| (rows are projected), so no margin overflows in the data pass's precision."""
+        return float(np.finfo(self.data.precision).max) / (4.0 * self.feature_bound)
 
 
 class NonPrivateGradientOracle(_GradientOracle):
