@@ -74,3 +74,19 @@ def test_dualavg_command_refuses_a_broken_shard_folder_in_one_line(tmp_path, cap
     out, err = capsys.readouterr()
     assert out == "" and len(err.splitlines()) == 1 and err.startswith("dpopt dualavg: error: --shards ")
     assert expected in err
+
+
+def test_dualavg_command_checks_every_shard_against_the_declared_dim(tmp_path, capsys):
+    """shards.json's dim reaches minimize (an MPI rank sees its own shard only): a shard of another width is
+    refused in one line before anything runs, not after rounds were charged."""
+    import numpy as np
+
+    from dpopt.dualavg.shards import write_shards
+
+    rng = np.random.default_rng(0)
+    folder = write_shards(tmp_path / "shards", [(rng.normal(size=(5, 3)), np.ones(5)) for _ in range(2)])
+    index = json.loads((folder / "shards.json").read_text())
+    (folder / "shards.json").write_text(json.dumps({**index, "dim": 4}))
+    assert main(["dualavg", "--shards", str(folder), "--epsilon", "1", "--rounds", "3"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == "dpopt dualavg: error: node 0: its shard has 3 features, not dim=4\n"

@@ -210,3 +210,19 @@ def test_a_ledger_of_another_relation_is_refused_before_anything_is_spent():
 def test_a_negative_or_nan_sigma_is_refused_not_run_without_noise(sigma):
     with pytest.raises(ValueError, match="sigma must"):
         dualavg.minimize(make_shards(n=3, q=4, d=2), sigma=sigma, iota=1.0, rounds=3, seed=0)
+
+
+def test_shards_of_different_widths_are_refused_before_anything_is_spent():
+    """A shard with one feature more than the others was refused only when a round drew from it: numpy's
+    'inhomogeneous shape' error after the record holder's ledger had been charged 5 rounds."""
+    from dpopt.privacy import Ledger
+
+    shards = make_shards(n=3, q=10, d=3)
+    X, y = shards[2]
+    shards[2] = (np.hstack([X, X[:, :1]]), y)
+    ledger = Ledger(5.0, 1e-5, "rdp", relation="replace_one")
+    with pytest.raises(ValueError, match=r"^node 2: its shard has 4 features, node 0's has 3$"):
+        dualavg.minimize(shards, epsilon=1.0, iota=1.0, rounds=5, seed=0, ledger=ledger)
+    with pytest.raises(ValueError, match=r"^node 0: its shard has 3 features, not dim=4$"):
+        dualavg.minimize(shards, epsilon=1.0, iota=1.0, rounds=5, seed=0, ledger=ledger, dim=4)
+    assert ledger.events == []

@@ -125,7 +125,7 @@ def _data(args):
 
     if args.shards:
         index = _read_index(args.shards, every_file=args.backend == "simulate")
-        return sh.shard_loader(args.shards), index["sizes"]
+        return sh.shard_loader(args.shards), index["sizes"], index.get("dim")
     if args.synthetic is None or args.nodes is None:
         raise UserError("give --shards DIR, or --synthetic Q with --nodes N")
     _check_synthetic(args)
@@ -134,7 +134,7 @@ def _data(args):
     def load(i):
         return sh.synthetic_shard(i, size=args.synthetic, dim=args.dim, seed=args.data_seed)
 
-    return load, sizes
+    return load, sizes, args.dim
 
 
 def _launch(args, argv) -> int:
@@ -157,7 +157,7 @@ def run(args, argv=None) -> int:
 
     if args.secure_noise and args.epsilon is None:
         raise UserError("--secure-noise needs --epsilon (it is an option of the private run)")
-    load, sizes = _data(args)
+    load, sizes, dim = _data(args)  # dim: every rank checks its own shard against the declared width
     comm = None
     if args.backend == "mpi":
         from ..dualavg.mpi import MPIComm
@@ -171,6 +171,7 @@ def run(args, argv=None) -> int:
             res = minimize(
                 load,
                 sizes=sizes,
+                dim=dim,
                 epsilon=args.epsilon,
                 delta=args.delta,
                 noise=args.noise,

@@ -95,7 +95,8 @@ def minimize(
 
     ``shards``: a sequence of (X_i, y_i) per node (y in {−1, +1}), or a
     loader ``node -> (X_i, y_i)`` with the public ``sizes`` q_i (the MPI back
-    end calls it for its own node only).  Privacy: ``epsilon`` (and ``delta``)
+    end calls it for its own node only); every shard must have the same number of
+    features (``dim`` if given: on MPI, the one width each rank can check).  Privacy: ``epsilon`` (and ``delta``)
     set a budget per record holder and σ is calibrated by the RDP accountant
     (``noise="accountant"``) or taken from Theorem 1 (``noise="theorem1"``,
     with per-step ``delta0``); ``sigma`` ≥ 0 fixes σ directly; neither (or σ = 0) →
@@ -160,9 +161,11 @@ def minimize(
     for i, (_, y) in zip(comm.nodes.tolist(), local_shards, strict=True):
         if len(y) != sizes[i]:  # the accountant's q_i: enforced, never trusted (and no row count in the message)
             raise ValueError(f"node {i}: its shard does not have the declared sizes[{i}] = {sizes[i]} rows")
-    d = local_shards[0][0].shape[1]
-    if dim is not None and dim != d:
-        raise ValueError(f"dim={dim} does not match the shards' {d} features")
+    d = local_shards[0][0].shape[1] if dim is None else val.check_int("dim", dim)
+    for i, (X, _) in zip(comm.nodes.tolist(), local_shards, strict=True):
+        if X.shape[1] != d:  # (public structure) refused here, not after the first rounds are charged
+            raise ValueError(f"node {i}: its shard has {X.shape[1]} features, " + (
+                f"not dim={d}" if dim is not None else f"node {int(comm.nodes[0])}'s has {d}"))
     iota = val.check_rate("iota", iota)
     activation = val.check_choice("activation", activation, ("fixed", "poisson"))
     edges = val.check_int("edges", edges)
