@@ -226,3 +226,19 @@ def test_shards_of_different_widths_are_refused_before_anything_is_spent():
     with pytest.raises(ValueError, match=r"^node 0: its shard has 3 features, not dim=4$"):
         dualavg.minimize(shards, epsilon=1.0, iota=1.0, rounds=5, seed=0, ledger=ledger, dim=4)
     assert ledger.events == []
+
+
+@pytest.mark.parametrize("option", ["checkpoint_every", "record_every"])
+def test_a_secure_resume_refuses_a_bad_stride_before_charging_its_rounds_again(tmp_path, option):
+    """A secure resume charges the rounds it will release again before releasing them; checkpoint_every=0 or
+    record_every=0 was refused only after that charge (2 rounds more on the caller's ledger, nothing released)."""
+    from dpopt.privacy import Ledger
+
+    shards = make_shards(n=2, q=20, d=2)
+    kw = dict(sigma=1.0, iota=1.0, seed=5, secure_noise=True)
+    _interrupted_after_releasing(shards, tmp_path, **kw)
+    ledger = Ledger(50.0, 1e-5, "rdp", relation="replace_one")
+    with pytest.raises(ValueError, match=option):
+        dualavg.minimize(shards, rounds=4, checkpoint_dir=str(tmp_path), resume=True, ledger=ledger, **kw,
+                         **{option: 0})
+    assert ledger.events == []

@@ -267,6 +267,9 @@ def minimize(
         secure_noise=secure_noise,
     )
 
+    every = rounds if checkpoint_every is None else val.check_int("checkpoint_every", checkpoint_every)
+    rec = None if record_every is None else val.check_int("record_every", record_every)
+
     # ---- state: fresh or resumed ---------------------------------------------------------
     ckpt = None if checkpoint_dir is None else os.path.join(checkpoint_dir, f"node_state_{int(comm.nodes[0])}of{n}.npz")
     if resume:
@@ -304,8 +307,6 @@ def minimize(
             else [None] * len(comm.nodes)
         )
         state = NodeState.fresh(cfg, comm.nodes, entropy, node_ledgers, parent, own)
-    every = rounds if checkpoint_every is None else val.check_int("checkpoint_every", checkpoint_every)
-    rec = None if record_every is None else val.check_int("record_every", record_every)
     recorded = []  # x̄ at each recorded round (kept in memory only: a resumed run records from its restart)
     stops = sorted(
         {min(k, rounds) for k in range(every, rounds + every, every)}
