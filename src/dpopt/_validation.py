@@ -6,6 +6,7 @@ that a user who passes ``epsilon=0`` or a NaN learns exactly what to change.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import numbers
 
@@ -143,3 +144,31 @@ def as_generator(rng, name: str = "rng") -> np.random.Generator:
     if rng is None or isinstance(rng, numbers.Integral | np.integer | np.random.SeedSequence):
         return np.random.default_rng(rng)
     raise TypeError(f"{name} must be a numpy.random.Generator, an int seed or None, got {type(rng).__name__}")
+
+
+#: Optional third-party modules → (what a user installs, the extra of pyproject.toml that brings it).
+EXTRAS = {
+    "sklearn": ("scikit-learn", "sklearn"),
+    "matplotlib": ("matplotlib", "plots"),
+    "torch": ("PyTorch", "torch"),
+    "mpi4py": ("mpi4py", "mpi"),
+}
+
+
+def missing_modules(modules) -> list[str]:
+    """The modules of ``modules`` that cannot be imported here (nothing is imported)."""
+    return [name for name in modules if importlib.util.find_spec(name) is None]
+
+
+def install_hint(modules) -> str:
+    """``"needs scikit-learn, matplotlib: pip install 'dpopt[sklearn,plots]'"`` for optional modules."""
+    names = ", ".join(EXTRAS[m][0] for m in modules)
+    extras = ",".join(dict.fromkeys(EXTRAS[m][1] for m in modules))
+    return f"needs {names}: pip install 'dpopt[{extras}]'"
+
+
+def require(what: str, modules) -> None:
+    """Raise a one-line ``ModuleNotFoundError`` naming the pip command if an optional module is missing."""
+    missing = missing_modules(modules)
+    if missing:
+        raise ModuleNotFoundError(f"{what} {install_hint(missing)}", name=missing[0])

@@ -56,7 +56,10 @@ def test_register_rejects_duplicates_and_bad_entries(monkeypatch):
         registry.register(("liu2024", "t", "m"))
     with pytest.raises(ValueError, match="unknown experiment 'smith2099'; known: kuru2022"):
         registry.get("smith2099")
+    with pytest.raises(ValueError, match=r"requires \['no_such_module_xyz'\], which no extra of dpopt installs"):
+        Experiment("smith2099", "t", "m", requires=("no_such_module_xyz", "matplotlib"))
     added = registry.register(Experiment("smith2099", "a test entry", "dpopt.experiments.nowhere",
-                                         requires=("no_such_module_xyz", "numpy")))
+                                         requires=("torch", "matplotlib")))
     assert registry.get("smith2099") is added
-    assert registry.missing_requirements(added) == ["no_such_module_xyz"]
+    monkeypatch.setitem(sys.modules, "torch", None)  # find_spec reports it absent
+    assert registry.missing_requirements(added) == ["torch"]

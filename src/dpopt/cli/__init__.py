@@ -4,7 +4,9 @@ Each sub-command lives in its own module exposing ``register(subparsers)``,
 which adds its parser and sets ``func`` to a callable taking the parsed
 arguments and returning an exit code.  Errors a user can fix (bad file, bad
 ε, unknown column) are raised as :class:`UserError` and printed as one line
-with exit code 2.
+with exit code 2; so is a missing optional dependency (with the ``pip install
+'dpopt[EXTRA]'`` that brings it): a command lists those it always needs as
+``set_defaults(requires=...)``, checked before it starts.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import argparse
 import importlib
 import sys
 from pathlib import Path
+
+from .._validation import EXTRAS, install_hint, missing_modules
 
 __all__ = ["main", "UserError", "build_parser", "check_out", "Parser", "FIRST_PROGRESS"]
 
@@ -78,9 +82,17 @@ def main(argv=None) -> int:
         parser.print_help()
         return 2
     try:
+        missing = missing_modules(getattr(args, "requires", ()))  # optional modules the command always needs
+        if missing:
+            raise UserError(install_hint(missing))
         return int(args.func(args) or 0)
     except UserError as exc:
         print(f"dpopt {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:  # an optional module only some of a command's options need
+        if (exc.name or "").split(".")[0] not in EXTRAS:
+            raise
+        print(f"dpopt {args.command}: error: {install_hint([exc.name.split('.')[0]])}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"dpopt {args.command}: interrupted", file=sys.stderr)

@@ -65,7 +65,7 @@ def register(sub) -> None:
     p.add_argument("--delta", type=float, default=DEFAULT_DELTA, help="delta for (ε, δ) methods (default 1e-8)")
     p.add_argument("--seed", type=int, default=0, help="seed of the privacy noise (default 0)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, requires=("sklearn", "matplotlib"))  # the estimators; the report's figure
 
 
 def _methods(names) -> list[DemoMethod]:

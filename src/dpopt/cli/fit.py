@@ -90,7 +90,7 @@ def register(sub) -> None:
         "--out", type=Path, metavar="MODEL.json", help="where to save the model (default ./<data name>.model.json)"
     )
     p.add_argument("--quiet", action="store_true", help="print nothing but warnings and errors")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, requires=("sklearn",))
 
 
 def add_data_arguments(p) -> None:

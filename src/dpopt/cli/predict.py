@@ -38,7 +38,7 @@ def register(sub) -> None:
     p.add_argument("--proba", action="store_true", help="also write class probabilities (logistic models)")
     add_csv_arguments(p)
     p.add_argument("--quiet", action="store_true", help="no notes on stderr")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, requires=("sklearn",))
 
 
 def _load(path: Path):

@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+from .._validation import install_hint
 from ..experiments import registry
 from . import FIRST_PROGRESS, UserError
 
@@ -71,9 +72,7 @@ def _check(args) -> Path:
     experiment = registry.get(args.paper)
     missing = registry.missing_requirements(experiment)
     if missing:
-        raise UserError(
-            f"dpopt reproduce {args.paper} needs {', '.join(missing)}: pip install 'dpopt[{experiment.extra}]'"
-        )
+        raise UserError(f"{args.paper} {install_hint(missing)}")
     return out
 
 

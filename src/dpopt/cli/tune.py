@@ -93,7 +93,7 @@ def register(sub) -> None:
                    help="where to save the refit private model for dpopt predict (default: the report's name "
                    "with .model.json)")
     p.add_argument("--quiet", action="store_true", help="print nothing but warnings and errors")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, requires=("sklearn",))
 
 
 def parse_space(spec) -> dict:

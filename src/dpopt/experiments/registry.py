@@ -33,10 +33,11 @@ checks; nothing about a paper is written in the command itself.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from .._validation import EXTRAS, missing_modules
 
 __all__ = ["Experiment", "EXPERIMENTS", "register", "get", "names", "missing_requirements"]
 
@@ -51,8 +52,9 @@ class Experiment:
     ``"chen2020-nn"``); ``title`` one line for the help text; ``module`` the
     importable module holding ``entry`` (default ``run``, see the module
     docstring for its signature); ``parallel`` whether ``--jobs`` applies;
-    ``requires`` the modules the run imports beyond numpy and scipy, with
-    ``extra`` the ``pip install 'dpopt[EXTRA]'`` that provides them.
+    ``requires`` the optional modules the run imports beyond numpy and scipy
+    (keys of :data:`dpopt._validation.EXTRAS`, which names the extra that
+    installs each).
     """
 
     name: str
@@ -60,7 +62,6 @@ class Experiment:
     module: str
     parallel: bool = True
     requires: tuple[str, ...] = ("matplotlib",)
-    extra: str = "plots"
     entry: str = "run"
 
     def __post_init__(self):
@@ -68,6 +69,9 @@ class Experiment:
             raise ValueError(f"name must be lower-case letters, digits and '-', got {self.name!r}")
         if not self.title or not self.module:
             raise ValueError(f"experiment {self.name!r}: title and module must not be empty")
+        unknown = sorted(set(self.requires) - set(EXTRAS))
+        if unknown:
+            raise ValueError(f"experiment {self.name!r}: requires {unknown}, which no extra of dpopt installs")
 
     def load(self) -> Callable:
         """The experiment's ``run`` function (imports its module)."""
@@ -102,7 +106,7 @@ def names() -> tuple[str, ...]:
 
 def missing_requirements(experiment: Experiment) -> list[str]:
     """The modules of ``experiment.requires`` that cannot be imported here."""
-    return [name for name in experiment.requires if importlib.util.find_spec(name) is None]
+    return missing_modules(experiment.requires)
 
 
 # -- the experiments ------------------------------------------------------------------------------------
@@ -132,8 +136,7 @@ register(Experiment(
     "chen2020-nn",
     "Chen & Lee (2020) §5.7: DP-BLSGD, DP-SGD and DP-Adam training networks at equal per-iteration RDP",
     "dpopt.experiments.chen2020_nn",
-    requires=("matplotlib", "torch"),
-    extra="torch",
+    requires=("matplotlib", "torch", "sklearn"),  # sklearn: its bundled digits set (quick and full runs)
 ))
 register(Experiment(
     "liu2024",

@@ -6,6 +6,7 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from .._validation import require
 from .markup import Section, figure_html
 
 __all__ = ["pyplot", "log_axis_at", "save_figure", "figures_section"]
@@ -13,6 +14,7 @@ __all__ = ["pyplot", "log_axis_at", "save_figure", "figures_section"]
 
 def pyplot():
     """``matplotlib.pyplot`` on the headless Agg backend: report figures are only written to files."""
+    require("writing figures", ("matplotlib",))
     import matplotlib
 
     matplotlib.use("Agg")
