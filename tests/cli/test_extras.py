@@ -104,3 +104,24 @@ def test_figures_without_matplotlib_name_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     with pytest.raises(ModuleNotFoundError, match=r"needs matplotlib: pip install 'dpopt\[plots\]'$"):
         pyplot()
+
+
+def _without_torch(monkeypatch):
+    for name in [n for n in sys.modules if n == "dpopt.neural" or n.startswith("dpopt.neural.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "torch", None)
+
+
+def test_audit_all_skips_a_target_this_installation_cannot_run_and_a_named_one_is_one_line(monkeypatch, capsys):
+    from dpopt.experiments import audits
+
+    _without_torch(monkeypatch)
+    monkeypatch.setattr(audits, "available", lambda: ["laplace", "neural-dp-sgd"])
+    assert main(["audit", "all", "--samples", "200", "--seed", "1"]) == 0
+    captured = capsys.readouterr()
+    assert "dpopt audit: note: skipped neural-dp-sgd, which needs PyTorch: pip install 'dpopt[torch]'" in (
+        captured.err.splitlines()
+    )
+    assert "laplace" in captured.out and "neural-dp-sgd" not in captured.out
+    code, err = _run(["audit", "neural-dp-sgd", "--samples", "200"], capsys)
+    assert (code, err.splitlines()) == (2, ["dpopt audit: error: needs PyTorch: pip install 'dpopt[torch]'"])

@@ -8,10 +8,12 @@ per-iteration Rényi DP (:mod:`.methods`) and the :func:`train` face; the §5.7 
 package is the only place besides :mod:`dpopt.privacy.torch_noise` that imports torch.
 """
 
+from .._validation import install_hint
+
 try:
     import torch  # noqa: F401
-except ImportError as exc:  # pragma: no cover - depends on the installation
-    raise ImportError("dpopt.neural needs PyTorch: pip install 'dpopt[torch]'") from exc
+except ModuleNotFoundError as exc:  # named, so that the dpopt command reports it in one line
+    raise ModuleNotFoundError(f"dpopt.neural {install_hint(['torch'])}", name="torch") from exc
 
 from .methods import METHODS, NeuralHyper
 from .model import LOSSES, TorchModel
