@@ -1,4 +1,5 @@
 import json
+import re
 
 import numpy as np
 import pytest
@@ -65,6 +66,19 @@ def test_refuses_before_release_and_reports():
     assert ledger.can_afford(ev.PureDP(0.3))
     assert not ledger.can_afford(ev.PureDP(0.31))
     assert len(ledger.events) == 1
+
+
+def test_an_rdp_budget_below_what_rdp_can_state_says_so():
+    # at delta = 1e-6 the order-1024 conversion alone costs 0.00575: dpopt fit --epsilon 1e-3 --delta 1e-6
+    # --method dp-blsgd said only that a Laplace count "would spend epsilon=0.00575", and a smaller epsilon
+    # that its budget "is empty at order 1024"
+    floor = "Renyi-DP accounting states no epsilon below 0.00575 (orders up to 1024), so raise epsilon or delta"
+    with pytest.raises(BudgetExceededError, match=re.escape(f"nothing was released: at delta=1e-06 {floor}")):
+        Ledger(1e-3, 1e-6, "rdp").charge(ev.Laplace(scale=1e4))
+    with pytest.raises(ValueError, match="is empty at order 1024: at delta=1e-06 Renyi-DP accounting"):
+        Ledger(1.0, 1e-6, "rdp").child(1e-6, 1e-6).fix_filter_order(1024)
+    with pytest.raises(BudgetExceededError, match=r"nothing was released$"):  # a budget RDP can state
+        Ledger(0.01, 1e-6, "rdp").charge(ev.Laplace(scale=1e-2))
 
 
 def test_equal_split_spends_exactly_the_budget():

@@ -247,6 +247,7 @@ class Ledger:
             if not bound > 0.0:
                 raise ValueError(
                     f"the budget epsilon={self.epsilon:g}, delta={self.delta:g} is empty at order {order:g}"
+                    + self._below_rdp_floor()
                 )
             # all the filter accepts: what its own float test maps within (ε, δ) at α, a few ulps above the
             # formula's B(α) or up to the total-variation shortcut's room (ε = 0), whichever is larger
@@ -256,6 +257,20 @@ class Ledger:
         self._accountant.focus(order)  # every check is at that order (same values)
         self.filter_order = order
         self._room = None  # (B(α) of the new order: _filter_room)
+
+    def _below_rdp_floor(self) -> str:
+        """Why an RDP budget refuses everything, when it does: its ε is below what RDP accounting can state
+        at its δ (the smallest conversion term over the orders), whatever the event; else ``""``."""
+        if not isinstance(self._accountant, RDPAccountant) or not self.delta:
+            return ""
+        orders = self._accountant.orders
+        floor = self.epsilon - float(np.max(rdp_budget_per_order(orders, self.epsilon, self.delta)))
+        if self.epsilon >= floor:
+            return ""
+        return (
+            f": at delta={self.delta:g} Renyi-DP accounting states no epsilon below {floor:.3g} "
+            f"(orders up to {float(np.max(orders)):g}), so raise epsilon or delta"
+        )
 
     @property
     def parent(self) -> Ledger | None:
@@ -367,6 +382,7 @@ class Ledger:
             raise BudgetExceededError(
                 f"charging {type(event).__name__} would spend epsilon={after:.6g} of {which}'s "
                 f"budget of {refused.epsilon:.6g} (delta={refused.delta:g}); nothing was released"
+                + refused._below_rdp_floor()
             )
         for node in chain:
             node._accountant.compose(event)
