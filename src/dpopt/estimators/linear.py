@@ -507,10 +507,15 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         """The pickled state (``pickle``, ``joblib.dump``, ``copy``) leaves ``diagnostics_`` empty: a pickle
         is how scikit-learn models are saved and shared, and the diagnostics are exact statistics of the
         training data outside the guarantee (the objective value, the solver's iterations and gradient
-        norm), left out of a JSON model file alike (:mod:`.persist`)."""
+        norm), left out of a JSON model file alike (:mod:`.persist`).  A fitted estimator's ``random_state``
+        (the seed or generator of its privacy noise) is None there too, as in a JSON model file: with it,
+        anyone holding D and D' refits both and matches the released coefficients exactly.  An unfitted
+        estimator keeps it (joblib ships seeded clones to its workers)."""
         state = dict(super().__getstate__())  # (a copy: object.__getstate__ returns the live __dict__)
         if "diagnostics_" in state:
             state["diagnostics_"] = Diagnostics()
+        if "coef_" in state:
+            state["random_state"] = None
         return state
 
     def __sklearn_tags__(self):
