@@ -499,3 +499,21 @@ def test_an_invalid_mlp_candidate_is_refused_before_anything_is_spent(data):
     search = DPBayesSearchCV(DPMLPClassifier(epsilon=0.5, delta=1e-6, classes=[0, 1], data_norm=1.0),
                              {"batch_rate": [0.1, 0.5, 1.5]}, epsilon=1.0, n_iter=3, ledger=book, random_state=0)
     _refused_before_any_fit(search, data, DPMLPClassifier, r"^batch_rate must be in \(0, 1\]")
+
+
+@pytest.mark.parametrize("space,match", [
+    ({"epochs": [0.5, 2e7]}, r"^the iterations ceil\(epochs/batch_rate\) must be in \[1, 10000000\]"),
+    ({"hidden_layer_sizes": [4, 10**8]}, r"^hidden_layer_sizes \(100000000,\) would need about"),
+])
+def test_an_mlp_candidate_that_cannot_run_is_refused_before_anything_is_spent(data, space, match):
+    """A candidate whose run is too long (epochs) or whose network is too large for the data's features and
+    classes is refused before any fit.  Before, it raised when GP-UCB visited it, after the fits before it were
+    charged: on neighbouring validation sets (one label flipped) the same search raised with 2 or 4 events
+    charged (epsilon 4 or 8), which told the candidates visited."""
+    pytest.importorskip("torch")
+    from dpopt.estimators import DPMLPClassifier
+
+    book = Ledger(50.0, 1e-3, "approx", relation="replace_one")
+    search = DPBayesSearchCV(DPMLPClassifier(epsilon=0.5, delta=1e-6, classes=[0, 1], data_norm=1.0), space,
+                             epsilon=1.0, n_iter=3, ledger=book, random_state=0)
+    _refused_before_any_fit(search, data, DPMLPClassifier, match)

@@ -309,7 +309,7 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
         private = _is_private(self.estimator)
         alg3 = self.algorithm == 3
         if private or alg3:  # they refuse a NaN or infinite row: refused here, before anything is spent
-            check_finite_array("X", X)
+            check_finite_array("X", X, ndim=2)
         epsilon = check_positive("epsilon", self.epsilon)
         n_iter = check_steps("n_iter", self.n_iter)  # at most MAX_STEPS: 10**9 ran silently until killed
         rng = as_generator(self.random_state, "random_state")
@@ -335,6 +335,11 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
         train, val = self._split(n, rng)
         take = (lambda idx: X.iloc[idx]) if hasattr(X, "iloc") else (lambda idx: X[idx])
         X_tr, y_tr, X_val, y_val = take(train), y[train], take(val), y[val]
+        if private and hasattr(self.estimator, "_check_sizes"):
+            # what a fit refuses from the data's shape and label set (an MLP too large to train), for every
+            # candidate before anything is spent: raised at a visit, it told which candidates GP-UCB visited
+            for i in range(len(candidates)):
+                clone(self.estimator).set_params(**candidates.params(i))._check_sizes(X_tr.shape[1], y_tr)
 
         if alg3:
             lam, slope = self._alg3_setup(candidates, len(train))

@@ -28,6 +28,8 @@ torch is imported only when a network is built or used, so importing
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
@@ -40,6 +42,7 @@ from .._validation import (
     check_choice,
     check_delta,
     check_int,
+    check_iterations,
     check_nonnegative,
     check_positive,
     check_rate,
@@ -199,7 +202,9 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
         check_nonnegative("regularization", self.regularization)
         if self.learning_rate is not None:  # (train names it lr)
             check_positive("learning_rate", self.learning_rate)
-        steps_from_epochs(self.epochs, check_rate("batch_rate", self.batch_rate))
+        # as train checks it (the message is train's), here with no data: an epochs candidate of a search too
+        check_iterations("the iterations ceil(epochs/batch_rate)",
+                         steps_from_epochs(self.epochs, check_rate("batch_rate", self.batch_rate)))
         check_positive("clip", self.clip)
         if self.data_norm is not None:
             check_positive("data_norm", self.data_norm)
@@ -217,6 +222,17 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"hidden_layer_sizes must be integers >= 1, got {self.hidden_layer_sizes!r}")
         return epsilon, delta, hidden
 
+    def _check_sizes(self, n_features: int, y) -> None:
+        """Refuse (one line) a network that cannot be trained on ``n_features`` features and the label set of
+        ``y`` (declared, or read from ``y`` as :meth:`fit` reads it), before anything is charged:
+        :class:`~dpopt.estimators.DPBayesSearchCV` checks every candidate with its training labels up front (a
+        ``hidden_layer_sizes`` candidate too large raised only when GP-UCB visited it, after fits had spent)."""
+        hidden = self._check_params()[2]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a label set read from y is warned by the fit itself
+            classes, _ = self._label_set(np.asarray(y))
+        _check_memory(int(n_features), hidden, len(classes))
+
     def fit(self, X, y):
         """Train privately on (X, y); spends (``epsilon``, ``delta``) in total."""
         import torch
@@ -227,7 +243,7 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         classes, disclosed = self._label_set(y)
-        _check_memory(X.shape[1], hidden, len(classes))
+        _check_memory(X.shape[1], hidden, len(classes))  # (_check_sizes, with the label set read once)
         rng = as_generator(self.random_state, "random_state")
         net = _mlp(X.shape[1], hidden, len(classes), self.activation, int(rng.integers(2**31 - 1)))
         codes = torch.as_tensor(np.searchsorted(classes, y), dtype=torch.long)
