@@ -218,7 +218,9 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
         refuses the search before anything is spent; an (ε, δ) estimator needs
         an approx ledger of the replace-one relation.
     random_state:
-        Seed of the split, the Sobol points and the noise.
+        Seed of the split, the Sobol points and the noise.  A private ``estimator`` with a
+        ``random_state`` of its own gives each fit a seed drawn from it (independent noise for every
+        fit, as composition needs; with ``None`` every fit draws from OS entropy).
     secure_noise:
         ``True`` releases the chosen candidate and the score with exact,
         floating-point-safe noise at the same ε (:func:`dpopt.bayesopt.optimize`);
@@ -321,6 +323,12 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
             raise ValueError(f"space must not tune the private estimator's {', '.join(tuned)}: every fit of the "
                              "search is charged the same, whatever its candidate")
         summary = _fit_event(self.estimator) if private else None
+        # Every fit draws its own noise: the clones of a seeded private estimator all drew the same stream, so
+        # two fits' outputs combined into a noise-free function of the training rows, and composition (each fit
+        # charged on its own) holds only for independent randomness.  Their seeds come from the estimator's.
+        seeds = None
+        if private and self.estimator.get_params().get("random_state") is not None:
+            seeds = as_generator(copy.deepcopy(self.estimator.get_params()["random_state"]), "random_state")
         if private:
             # every candidate's parameters now, before anything is spent: an invalid one raised only when GP-UCB
             # visited it, which depends on the validation rows, after the fits before it had spent their budget;
@@ -397,6 +405,8 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
                 model.set_params(**{f"{model.steps[-1][0]}__{k}": v for k, v in params.items()})
             else:
                 model.set_params(**params)
+            if seeds is not None:
+                model.set_params(random_state=int(seeds.integers(2**63 - 1)))
             return self._fit_one(model, X_tr, y_tr, book, private, summary)
 
         cache: dict[int, float] = {}
