@@ -547,3 +547,18 @@ def test_every_fit_of_a_seeded_private_estimator_draws_its_own_noise(data):
         runs.append((list(seeds), search.best_params_, search.best_score_))
     assert len(runs[0][0]) == 4 and len(set(runs[0][0])) == 4  # 3 steps and the refit
     assert runs[0] == runs[1] and estimator.random_state == 0
+
+
+def test_a_regularization_an_accelerated_method_cannot_fit_is_refused_before_anything_is_spent(data):
+    """kuru2022's methods need mu = regularization > 0; a space reaching 0.0 was refused ('mu must be in (0, inf)')
+    only when GP-UCB visited it, after the first fit had spent 0.5 (step 2 on every seed tried)."""
+    book = Ledger(50.0, relation="replace_one")
+    search = DPBayesSearchCV(DPLogisticRegression(epsilon=0.5, method="dp-gd", data_norm=1.0, classes=[0, 1]),
+                             {"regularization": [0.0, 1e-3, 1e-2]}, epsilon=1.0, n_iter=3, ledger=book,
+                             random_state=0)
+    _refused_before_any_fit(search, data, DPLogisticRegression, r"^method 'dp-gd' needs regularization > 0")
+    X, y = data
+    with pytest.raises(ValueError, match=r"needs regularization > 0"):
+        DPLogisticRegression(method="dp-nag", regularization=0.0, data_norm=1.0, classes=[0, 1]).fit(X, y)
+    DPLogisticRegression(method="dp-gd", regularization=0.0, data_norm=1.0, classes=[0, 1], random_state=0,
+                         method_params={"mu": 1e-3, "iterations": 3}).fit(X, y)  # mu given: fits

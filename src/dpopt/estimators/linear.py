@@ -77,6 +77,7 @@ from ._auto import (
 from ._auto import choose as choose_auto
 from ._budget import open_fit
 from ._dispatch import (
+    ACCELERATED,
     METHODS,
     REGULARIZATION_MAX,
     ROW_BOUND_RANGE,
@@ -233,6 +234,9 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
             if key in (self.method_params or {}):
                 check_iterations(f"method_params[{key!r}]", self.method_params[key])
         method = self._resolved_method()
+        mu = (self.method_params or {}).get("mu", self.regularization)
+        if method in ACCELERATED and mu is not None and mu == 0.0:  # fit would refuse it, after a search had spent
+            raise ValueError(f"method {method!r} needs regularization > 0 (its strong convexity mu, kuru2022), got 0")
         if method != "auto" and needs_delta(method) and delta == 0.0:
             raise ValueError(f"method {method!r} gives (epsilon, delta)-DP: set delta > 0 (e.g. 1e-6)")
         if self.secure_noise:
