@@ -59,6 +59,17 @@ def test_masg_stages_follow_eq_4_7():
     assert schedules.restart_flags(stages).sum() == len(counts) - 1
 
 
+def test_masg_stages_longer_than_the_run_are_cut_at_it():
+    """At kappa = L/mu ~ 1e300 (regularization 1e-300, which the estimators accept) the first stage is ~1e150
+    iterations: np.repeat raised OverflowError (MemoryError for 240 PiB at mu = 1e-30) before the stages were cut
+    at T, so dpopt fit --method dp-masg printed a traceback.  The stages are the same, T of them."""
+    for mu in (1e-300, 1e-30):
+        stages, steps = schedules.masg_stages(20, L=0.25, mu=mu)
+        assert stages.tolist() == [1] * 20 and np.all(steps == 1.0 / 0.25)
+    stages, _ = schedules.masg_stages(20, L=1.0, mu=0.5, first_stage=3)  # stages shorter than T: as before
+    assert np.bincount(stages)[1:].tolist() == [3, 12, 5]  # n1 = 3, then 2^2 * ceil(sqrt(2) ln 8) = 12, cut at 20
+
+
 def test_prefix_coefficients_match_truncated_runs():
     stages, steps = schedules.masg_stages(400, L=L, mu=MU)
     log_a0, log_sum = al.prefix_log_coefficients(steps, MU, L, stages)

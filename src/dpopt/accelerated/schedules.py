@@ -68,10 +68,10 @@ def masg_stages(
         default_first_stage(L, mu) if first_stage is None else check_int("first_stage", first_stage)
     )
     unit = math.ceil(math.sqrt(L / mu) * math.log(2.0 ** (p + 2)))
-    lengths = [n1]
+    lengths = [min(n1, T)]  # (stages are cut at T: a longer stage, e.g. n1 ~ 1e150 at kappa = 1e300, is T long)
     while sum(lengths) < T:
         k = len(lengths) + 1
-        lengths.append(2**k * unit)
+        lengths.append(min(2**k * unit, T))
     stages = np.repeat(np.arange(1, len(lengths) + 1), lengths)[:T]
     steps = np.where(stages == 1, c / L, c / (4.0**stages * L))
     return stages, steps
