@@ -120,3 +120,33 @@ def test_l1_diameter_is_exact_for_boxes_and_vertex_sets():
     brute = max(np.abs(u - v).sum() for u, v in itertools.combinations(P.vertices(), 2))
     assert P.l1_diameter == pytest.approx(brute) and brute == pytest.approx(2.0)
     assert P.l1_diameter <= np.sqrt(P.dim) * P.diameter + 1e-12
+
+
+def test_a_polytope_beyond_what_the_lp_solver_holds_is_refused():
+    """HiGHS reads |values| >= 1e20 as infinite.  On P = [-1e25, 1e25] with b_max = 1e21, laplace-solution released
+    on b = (0, 0) but raised 'epigraph LP failed ... unbounded' on its neighbour (1e21, 0) (x_opt = -5e20);
+    laplace-data raised after its charge; on [-1e300, 1e300] diam(P) overflowed and the subgradient method warned
+    'overflow encountered in dot' on the neighbour only.  Such a P is refused; within the limit every mechanism
+    releases the same record on both neighbours, silently."""
+    import warnings
+
+    from dpopt import piecewise
+    from dpopt.piecewise import PiecewiseAffineProblem
+    from dpopt.piecewise.polytope import BOX_LIMIT
+
+    for c in (1e25, 1e300):
+        with pytest.raises(ValueError, match=r"^P must lie within \[-1e\+19, 1e\+19\] in every coordinate"):
+            Polytope.cube(c, 1)
+    with pytest.raises(ValueError, match="P must lie within|unbounded"):  # HiGHS: h = 1e25 is +inf
+        Polytope(np.array([[1.0], [-1.0]]), np.array([1e25, 1.0]))
+    A = np.array([[1.0], [-1.0]])
+    for method in ("laplace-data", "laplace-solution", "subgradient", "exponential"):
+        records = []
+        for b in ((0.0, 0.0), (1e21, 0.0)):
+            problem = PiecewiseAffineProblem(A, np.array(b), b_max=1e21, polytope=Polytope.cube(BOX_LIMIT, 1))
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                result = piecewise.minimize(problem, 1.0, method, rng=0, **({"steps": 20} if method == "exponential"
+                                                                             else {}))
+            records.append(result.privacy_record())
+        assert records[0] == records[1]

@@ -29,6 +29,10 @@ __all__ = ["Polytope", "enumerate_vertices"]
 # Tolerance for membership tests and vertex feasibility.
 _TOL = 1e-9
 
+#: P must lie in [-BOX_LIMIT, BOX_LIMIT]^d: HiGHS (scipy's linprog) reads |values| >= 1e20 as infinite, so beyond
+#: it an epigraph LP turned unbounded on some offsets b and not on their neighbours (and diam(P) overflowed).
+BOX_LIMIT = 1e19
+
 
 def _as_bound(name: str, value, dim: int | None, fill: float) -> np.ndarray:
     if value is None:
@@ -143,6 +147,11 @@ class Polytope:
         else:
             self.box_lower, self.box_upper = self._bounding_box()
             self.center, self.inradius = self._chebyshev_center()
+        if max(np.max(np.abs(self.box_lower)), np.max(np.abs(self.box_upper))) > BOX_LIMIT:
+            raise ValueError(
+                f"P must lie within [-{BOX_LIMIT:g}, {BOX_LIMIT:g}] in every coordinate (the LP solver reads "
+                "|values| >= 1e20 as infinite); rescale x"
+            )
         self._diameter: tuple[float, float, bool] | None = None
 
     # -- constructors -----------------------------------------------------------
