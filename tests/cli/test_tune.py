@@ -110,6 +110,14 @@ def test_tune_algorithm_3_with_sklearn_protects_validation_only(root, capsys, mo
      "--method dp-agd gives (epsilon, delta)-DP: give --train-delta > 0"),
     (["--space", "regularization=1e-4:1e-1:log", "--epsilon", "1", "--method", "dp-agd", "--train-delta", "1"],
      "--train-delta must be in [0, 1)"),
+    # these three were the estimator's words after the data were read: sklearn's "Invalid parameter
+    # 'regularisation' for estimator DPLogisticRegression(...)", "method must be ...", "epsilon must be ..."
+    (["--space", "regularisation=1e-4:1e-1:log", "--epsilon", "1"],
+     "--space names 'regularisation', not a parameter of --estimator logistic; its parameters are accountant,"),
+    (["--space", "regularization=1e-4:1e-1:log", "--epsilon", "1", "--method", "dp-blsg"],
+     "unknown --method 'dp-blsg'; choose auto or one of dp-gd"),
+    (["--space", "regularization=1e-4:1e-1:log", "--epsilon", "1", "--train-epsilon", "1e-9"],
+     "--train-epsilon must be in [1e-08, 1e+08]"),
 ])
 def test_tune_errors_are_one_line(root, capsys, monkeypatch, extra, message):
     monkeypatch.chdir(root)
@@ -120,9 +128,10 @@ def test_tune_errors_are_one_line(root, capsys, monkeypatch, extra, message):
 
 def test_unknown_column_and_missing_file_follow_fit(root, capsys, monkeypatch):
     monkeypatch.chdir(root)
-    assert main(["tune", "--data", "nope.csv", "--target", "income", "--space", "C=1:2", "--epsilon", "1"]) == 2
+    space = ["--space", "regularization=1e-3:1e-2"]
+    assert main(["tune", "--data", "nope.csv", "--target", "income", *space, "--epsilon", "1"]) == 2
     assert "no such file" in capsys.readouterr().err
-    assert main(["tune", "--data", "train.csv", "--target", "wage", "--space", "C=1:2", "--epsilon", "1"]) == 2
+    assert main(["tune", "--data", "train.csv", "--target", "wage", *space, "--epsilon", "1"]) == 2
     assert "target column 'wage' not found" in capsys.readouterr().err
 
 

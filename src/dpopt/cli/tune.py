@@ -136,17 +136,19 @@ def _estimator(args, data_norm: float):
 
 
 def _check(args) -> None:
-    from .._validation import check_delta, check_open_unit, check_positive
+    from .._validation import check_delta, check_open_unit
     from ..bayesopt import check_steps
     from ..bayesopt.space import check_candidates
+    from ..estimators import METHODS
+    from ..estimators._dispatch import check_epsilon
 
     try:
-        check_positive("--epsilon", args.epsilon)
+        check_epsilon("--epsilon", args.epsilon)
         check_delta("--train-delta", args.train_delta)
         check_open_unit("--delta", args.delta)
         check_open_unit("--validation-size", args.validation_size)
         if args.train_epsilon is not None:
-            check_positive("--train-epsilon", args.train_epsilon)
+            check_epsilon("--train-epsilon", args.train_epsilon)
         if not 0.0 <= args.k1 <= 1.0:
             raise ValueError(f"--k1 must be in [0, 1], got {args.k1!r}")
         check_steps("--n-iter", args.n_iter)  # before the data are read (sizes that cannot run at all)
@@ -155,6 +157,8 @@ def _check(args) -> None:
         raise UserError(str(exc)) from None
     if args.estimator not in ESTIMATORS:
         raise UserError(f"--estimator must be one of {', '.join(ESTIMATORS)}, got {args.estimator!r}")
+    if args.estimator != "sklearn-logistic" and args.method != "auto" and args.method not in METHODS:
+        raise UserError(f"unknown --method {args.method!r}; choose auto or one of {', '.join(METHODS)}")
     from ..estimators._dispatch import needs_delta
 
     if args.estimator != "sklearn-logistic" and needs_delta(args.method) and args.train_delta == 0.0:
@@ -172,6 +176,11 @@ def run(args) -> int:
 
     _check(args)
     space = parse_space(args.space)
+    tunable = sorted(_estimator(args, 1.0).get_params(deep=False))  # the names only: no data read yet
+    unknown = [name for name in space if name not in tunable]
+    if unknown:
+        raise UserError(f"--space names {', '.join(map(repr, unknown))}, not a parameter of --estimator "
+                        f"{args.estimator}; its parameters are {', '.join(tunable)}")
     out = args.out if args.out is not None else Path(f"{args.data.stem}.tune.json")
     model_out = None
     if args.estimator != "sklearn-logistic":
