@@ -90,3 +90,24 @@ def test_dualavg_command_checks_every_shard_against_the_declared_dim(tmp_path, c
     assert main(["dualavg", "--shards", str(folder), "--epsilon", "1", "--rounds", "3"]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err == "dpopt dualavg: error: node 0: its shard has 3 features, not dim=4\n"
+
+
+def test_every_dualavg_option_is_explained_with_the_default_the_code_uses():
+    # dpopt dualavg --help listed --iota, --edges, --rounds, --gamma, ... with no word and no default
+    import argparse
+
+    from dpopt.cli import build_parser
+    from dpopt.dualavg.api import DEFAULT_STEPS
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    parser = sub.choices["dualavg"]
+    options = {a.dest: a for a in parser._actions if a.dest != "help"}
+    assert [name for name, a in options.items() if not a.help] == []
+    for name, action in options.items():
+        if action.default not in (None, False):
+            assert "%(default)s" in action.help, name  # argparse prints the default the parser uses
+    kinds = {reg: kind for reg, (kind, _) in DEFAULT_STEPS.items()}
+    gammas = {reg: gamma for reg, (_, gamma) in DEFAULT_STEPS.items()}
+    assert kinds == {"l2": "strongly_convex", "l1": "convex", "none": "convex"}
+    assert "strongly_convex for l2, convex otherwise" in options["schedule"].help
+    assert gammas == {"l2": 20.0, "l1": 0.01, "none": 0.01} and "20 for l2, 0.01 otherwise" in options["gamma"].help

@@ -24,42 +24,53 @@ from . import FIRST_PROGRESS, Parser, UserError, check_out
 
 
 def _add_arguments(p) -> None:
-    p.add_argument("--backend", choices=("simulate", "mpi"), default="simulate")
+    p.add_argument("--backend", choices=("simulate", "mpi"), default="simulate",
+                   help="every node in this process, or one MPI rank per node (default %(default)s)")
     p.add_argument("--shards", help="shard directory (shards.json + node{i}.npz)")
     p.add_argument("--synthetic", type=int, metavar="Q", help="records per node of a synthetic task")
-    p.add_argument("--dim", type=int, default=20, help="features of the synthetic task")
+    p.add_argument("--dim", type=int, default=20, help="features of the synthetic task (default %(default)s)")
     p.add_argument("--nodes", type=int, help="number of nodes (synthetic data; MPI: ranks)")
-    p.add_argument("--data-seed", type=int, default=0)
+    p.add_argument("--data-seed", type=int, default=0, help="public seed of the synthetic shards (default %(default)s)")
     p.add_argument("--epsilon", type=float, help="budget per record holder; omit for the non-private run")
-    p.add_argument("--delta", type=float, default=1e-5)
-    p.add_argument("--noise", choices=("accountant", "theorem1"), default="accountant")
-    p.add_argument("--delta0", type=float, default=0.01, help="Theorem 1's per-step delta")
+    p.add_argument("--delta", type=float, default=1e-5, help="delta per record holder (default %(default)s)")
+    p.add_argument("--noise", choices=("accountant", "theorem1"), default="accountant",
+                   help="sigma calibrated by the accountant, or liu2024 Theorem 1's (default %(default)s)")
+    p.add_argument("--delta0", type=float, default=0.01, help="Theorem 1's per-step delta (default %(default)s)")
     p.add_argument(
         "--secure-noise",
         action="store_true",
         help="release every message on a grid with exact discrete Gaussian noise from the OS CSPRNG "
         "(floating-point safe; not reproducible by --seed; ~2-13 us of CPU per coordinate)",
     )
-    p.add_argument("--lipschitz", type=float, default=1.0)
-    p.add_argument("--regularizer", choices=("l2", "l1", "none"), default="l2")
-    p.add_argument("--strength", type=float, default=5e-4)
-    p.add_argument("--schedule", choices=("strongly_convex", "convex"))
-    p.add_argument("--gamma", type=float)
-    p.add_argument("--iota", type=float, default=0.1)
-    p.add_argument("--activation", choices=("fixed", "poisson"), default="fixed")
-    p.add_argument("--edges", type=int, default=1)
-    p.add_argument("--graph", choices=("complete", "ring", "grid", "random_regular"), default="complete")
-    p.add_argument("--rounds", type=int)
-    p.add_argument("--epochs", type=float, default=3.0)
-    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--lipschitz", type=float, default=1.0,
+                   help="clipping bound L of a record's subgradient (default %(default)s)")
+    p.add_argument("--regularizer", choices=("l2", "l1", "none"), default="l2", help="(default %(default)s)")
+    p.add_argument("--strength", type=float, default=5e-4, help="regularization strength (default %(default)s)")
+    p.add_argument("--schedule", choices=("strongly_convex", "convex"),
+                   help="step schedule (default: strongly_convex for l2, convex otherwise; liu2024 §5.2-5.3)")
+    p.add_argument("--gamma", type=float, help="step constant gamma (default: 20 for l2, 0.01 otherwise)")
+    p.add_argument("--iota", type=float, default=0.1,
+                   help="fraction of nodes active each round, in (0, 1]; 1 is the all-active baseline "
+                   "(default %(default)s)")
+    p.add_argument("--activation", choices=("fixed", "poisson"), default="fixed",
+                   help="ceil(n*iota) nodes a round, or each node with probability iota (default %(default)s)")
+    p.add_argument("--edges", type=int, default=1,
+                   help="edges between active nodes sampled each round (default %(default)s)")
+    p.add_argument("--graph", choices=("complete", "ring", "grid", "random_regular"), default="complete",
+                   help="supergraph the edges are sampled from (default %(default)s)")
+    p.add_argument("--rounds", type=int, help="rounds (default: --epochs passes over the records)")
+    p.add_argument("--epochs", type=float, default=3.0, help="passes that set --rounds (default %(default)s)")
+    p.add_argument("--batch", type=int, default=1, help="records per active node and round (default %(default)s)")
     p.add_argument(
         "--seed", type=int,
         help="fixes the plan and every node's record sampling and noise (reproducible runs; with --backend mpi "
         "every rank then knows every node's noise: omit it for a run private against the other nodes)",
     )
-    p.add_argument("--checkpoint-dir")
-    p.add_argument("--checkpoint-every", type=int)
-    p.add_argument("--resume", action="store_true")
+    p.add_argument("--checkpoint-dir", help="folder for checkpoints (holds each node's noise stream: keep it "
+                   "as private as the shards)")
+    p.add_argument("--checkpoint-every", type=int, help="save a checkpoint every K rounds")
+    p.add_argument("--resume", action="store_true",
+                   help="continue from --checkpoint-dir without drawing released noise again")
     p.add_argument("--out", help="write the JSON summary here")
     p.add_argument(
         "--report-objective",
