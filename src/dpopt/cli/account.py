@@ -54,9 +54,11 @@ def register(sub) -> None:
     p.add_argument("--sigma1", type=float, help="SVT-Gaussian threshold noise multiplier")
     p.add_argument("--sigma2", type=float, help="SVT-Gaussian query noise multiplier")
     p.add_argument("--rate", type=float, default=1.0, help="sampling rate in (0, 1] (default 1: no sampling)")
-    p.add_argument("--scheme", choices=(ev.POISSON, ev.WITHOUT_REPLACEMENT), default=ev.POISSON, help="sampling scheme")
+    p.add_argument("--scheme", choices=(ev.POISSON, ev.WITHOUT_REPLACEMENT), default=ev.POISSON,
+                   help="sampling scheme (default %(default)s)")
     p.add_argument("--steps", type=int, default=1, help="number of compositions (default 1)")
-    p.add_argument("--delta", type=float, default=1e-5, help="delta for the (epsilon, delta) conversion")
+    p.add_argument("--delta", type=float, default=1e-5,
+                   help="delta for the (epsilon, delta) conversion (default %(default)s)")
     p.add_argument("--target-epsilon", type=float, help="also print the delta at this epsilon")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.set_defaults(func=run)
