@@ -111,3 +111,15 @@ def test_every_dualavg_option_is_explained_with_the_default_the_code_uses():
     assert kinds == {"l2": "strongly_convex", "l1": "convex", "none": "convex"}
     assert "strongly_convex for l2, convex otherwise" in options["schedule"].help
     assert gammas == {"l2": 20.0, "l1": 0.01, "none": 0.01} and "20 for l2, 0.01 otherwise" in options["gamma"].help
+
+
+def test_dualavg_command_refuses_in_one_line_what_the_budget_cannot_pay(capsys):
+    """Theorem 1's sigma at 3 rounds gives epsilon = 5.07 under the accountant, more than --epsilon 1: the run is
+    refused before anything is released, and the command said so in a BudgetExceededError traceback; at --epsilon
+    1e-300 Theorem 1's formula divided by (q epsilon)^2 = 0 (ZeroDivisionError traceback)."""
+    base = ["dualavg", "--synthetic", "20", "--nodes", "3", "--dim", "3", "--rounds", "3", "--iota", "1"]
+    assert main([*base, "--epsilon", "1", "--noise", "theorem1"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "nothing was released" in err
+    assert main([*base, "--epsilon", "1e-300", "--noise", "theorem1"]) == 0
+    assert "sigma = 1.12765e+300" in capsys.readouterr().out

@@ -209,8 +209,10 @@ def run(args, argv=None) -> int:
                 report_objective=args.report_objective,
             )
     except Exception as exc:
+        from ..privacy import BudgetExceededError
+
         if comm is None:
-            if isinstance(exc, ValueError | TypeError):
+            if isinstance(exc, ValueError | TypeError | BudgetExceededError):  # (refused before any release)
                 raise UserError(str(exc)) from None
             raise
         # a failing rank takes the whole job down: never a silent partial model

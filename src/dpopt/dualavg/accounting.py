@@ -100,7 +100,8 @@ def theorem1_sigma(
             f"{5.0 * q * q * epsilon * epsilon / (4.0 * iota * iota):.6g} for liu2024 Theorem 1, "
             f"got {T} (pass check_steps=False to compute the noise level anyway)"
         )
-    return math.sqrt(32.0 * iota**2 * L**2 * T * math.log(2.0 / delta0) / (q**2 * epsilon**2))
+    # the same σ, with no square of q·ε to underflow (ε = 1e-300 divided by zero)
+    return math.sqrt(32.0 * T * math.log(2.0 / delta0)) * iota * L / (q * epsilon)
 
 
 def theorem1_delta(epsilon: float, delta0: float, *, local_samples: int, steps: int, activation: float) -> float:
