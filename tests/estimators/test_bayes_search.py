@@ -562,3 +562,19 @@ def test_a_regularization_an_accelerated_method_cannot_fit_is_refused_before_any
         DPLogisticRegression(method="dp-nag", regularization=0.0, data_norm=1.0, classes=[0, 1]).fit(X, y)
     DPLogisticRegression(method="dp-gd", regularization=0.0, data_norm=1.0, classes=[0, 1], random_state=0,
                          method_params={"mu": 1e-3, "iterations": 3}).fit(X, y)  # mu given: fits
+
+
+@pytest.mark.parametrize("label,match", [(2, r"^y has a label outside the declared classes \[0, 1\]"),
+                                         (0.5, r"^Unknown label type")])
+def test_a_training_label_the_fits_refuse_is_refused_before_anything_is_spent(data, label, match):
+    """A training row whose label the estimator refuses (outside the declared classes, or not a class label) is
+    refused before any fit.  Before, the search charged the first fit, which then raised: the ledger held one
+    event (epsilon 0.5 on a pure ledger, 1.0 for the dp-blsgd fit's group-privacy event) for a refused input."""
+    X, y = data
+    k = int(np.setdiff1d(np.arange(len(y)), _validation_rows(len(y), 0))[0])  # a training row
+    labels = y.astype(float)
+    labels[k] = label
+    book = Ledger(50.0, relation="replace_one")
+    search = DPBayesSearchCV(DPLogisticRegression(epsilon=0.5, data_norm=1.0, classes=[0, 1], random_state=0),
+                             {"regularization": [1e-3, 1e-2]}, epsilon=1.0, n_iter=2, ledger=book, random_state=0)
+    _refused_before_any_fit(search, (X, labels), DPLogisticRegression, match)

@@ -60,6 +60,7 @@ from scipy.special import expit
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, TransformerMixin, clone
 from sklearn.metrics import get_scorer
 from sklearn.pipeline import make_pipeline
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import as_generator, check_finite_array, check_int, check_positive
@@ -343,6 +344,14 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
         train, val = self._split(n, rng)
         take = (lambda idx: X.iloc[idx]) if hasattr(X, "iloc") else (lambda idx: X[idx])
         X_tr, y_tr, X_val, y_val = take(train), y[train], take(val), y[val]
+        if private:
+            # what a fit refuses from the training labels (not class labels, one outside the declared classes),
+            # before anything is spent: the first fit raised it after the search had charged that fit
+            check_classification_targets(y_tr)
+            if hasattr(self.estimator, "_label_set"):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # a label set read from the data is warned by the first fit
+                    self.estimator._label_set(y_tr)
         if private and hasattr(self.estimator, "_check_sizes"):
             # what a fit refuses from the data's shape and label set (an MLP too large to train), for every
             # candidate before anything is spent: raised at a visit, it told which candidates GP-UCB visited
