@@ -578,3 +578,19 @@ def test_a_training_label_the_fits_refuse_is_refused_before_anything_is_spent(da
     search = DPBayesSearchCV(DPLogisticRegression(epsilon=0.5, data_norm=1.0, classes=[0, 1], random_state=0),
                              {"regularization": [1e-3, 1e-2]}, epsilon=1.0, n_iter=2, ledger=book, random_state=0)
     _refused_before_any_fit(search, (X, labels), DPLogisticRegression, match)
+
+
+def test_a_pickled_fitted_search_does_not_carry_the_seeds(data):
+    """A fitted search's pickle held its own seed and its private estimator's: rerunning it (clone of the
+    unpickled search, 2 steps) on D and on D' (one row removed) matched the released best_estimator_ exactly on
+    the data it was fitted on only.  Now neither seed is in it; the live search and an unfitted one keep theirs."""
+    import pickle
+
+    estimator = DPLogisticRegression(epsilon=0.5, data_norm=1.0, classes=[0, 1], random_state=0)
+    search = DPBayesSearchCV(estimator, {"regularization": [1e-3, 1e-2]}, epsilon=1.0, n_iter=2, random_state=0)
+    back = pickle.loads(pickle.dumps(search.fit(*data)))
+    assert back.random_state is None and back.estimator.random_state is None
+    assert back.best_estimator_.random_state is None and back.best_params_ == search.best_params_
+    assert search.random_state == 0 and search.estimator.random_state == 0
+    unfitted = pickle.loads(pickle.dumps(DPBayesSearchCV(estimator, {"regularization": [1e-3]}, random_state=5)))
+    assert unfitted.random_state == 5 and unfitted.estimator.random_state == 0

@@ -134,3 +134,17 @@ def test_more_iterations_than_a_run_may_plan_are_refused_before_anything_is_spen
     with pytest.raises(ValueError, match=r"ceil\(epochs/batch_rate\) must be in \[1, 10000000\]"):
         DPMLPClassifier((4,), epochs=1e9, classes=["no", "yes"], ledger=ledger).fit(X, y)
     assert ledger.events == []
+
+
+def test_a_pickled_fitted_classifier_does_not_carry_the_seed_of_its_noise():
+    """As the linear estimators' pickles: with random_state=0 in the pickle of a fit on D (200 rows), refitting the
+    unpickled parameters on D and on D' (one row removed) matched the released probabilities exactly on D only
+    (and on D' only for the fit on D').  An unfitted classifier keeps its seed."""
+    import pickle
+
+    X, y = _data(60)
+    clf = DPMLPClassifier(4, classes=["no", "yes"], n_public=50, epochs=0.5, batch_rate=0.1, random_state=0).fit(X, y)
+    back = pickle.loads(pickle.dumps(clf))
+    assert back.random_state is None and clf.random_state == 0
+    np.testing.assert_array_equal(back.predict_proba(X[:3]), clf.predict_proba(X[:3]))
+    assert pickle.loads(pickle.dumps(DPMLPClassifier(random_state=3))).random_state == 3

@@ -68,7 +68,7 @@ from ..bayesopt import CandidateSet, check_steps, optimize
 from ..privacy import BudgetExceededError, Ledger, budget_for
 from ..privacy import events as ev
 from ..privacy.approx import group_privacy
-from .linear import PrivacyLeakWarning
+from .linear import PrivacyLeakWarning, _without_seed
 
 __all__ = ["DPBayesSearchCV", "RowClipper"]
 
@@ -544,6 +544,17 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
             "selection": dict(self.privacy_["selection"]),
             "protects": self.privacy_["protects"],
         }
+
+    def __getstate__(self):
+        """The pickled state (``pickle``, ``joblib.dump``, ``copy``): once fitted, no seed of the search
+        (``random_state``: the split, the candidates, the selection's noise) nor of its private estimator (its
+        fits' seeds come from it): with them, anyone holding D and D' reruns the search on both and matches the
+        released ``best_estimator_`` and ``best_score_`` exactly."""
+        state = _without_seed(super().__getstate__(), "best_index_")
+        estimator = state.get("estimator")
+        if "best_index_" in state and _is_private(estimator) and "random_state" in estimator.get_params():
+            state["estimator"] = clone(estimator).set_params(random_state=None)
+        return state
 
     # -- prediction through the refitted estimator ---------------------------------------------
     def _best(self):

@@ -164,6 +164,17 @@ def _row_bound_of_box(lower: np.ndarray, upper: np.ndarray) -> float:
     return bound
 
 
+def _without_seed(state: dict, fitted: str) -> dict:
+    """A copy of a private estimator's pickled ``state`` (``object.__getstate__`` returns the live ``__dict__``)
+    whose ``random_state`` is None once the attribute ``fitted`` is set: a fitted estimator's seed lets anyone
+    holding D and D' refit both and match the released model exactly.  Unfitted, it keeps its seed (joblib
+    ships seeded clones to its workers)."""
+    state = dict(state)
+    if fitted in state:
+        state["random_state"] = None
+    return state
+
+
 class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
     """Shared fit/predict of the private linear classifiers (binary)."""
 
@@ -515,11 +526,9 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         (the seed or generator of its privacy noise) is None there too, as in a JSON model file: with it,
         anyone holding D and D' refits both and matches the released coefficients exactly.  An unfitted
         estimator keeps it (joblib ships seeded clones to its workers)."""
-        state = dict(super().__getstate__())  # (a copy: object.__getstate__ returns the live __dict__)
+        state = _without_seed(super().__getstate__(), "coef_")
         if "diagnostics_" in state:
             state["diagnostics_"] = Diagnostics()
-        if "coef_" in state:
-            state["random_state"] = None
         return state
 
     def __sklearn_tags__(self):

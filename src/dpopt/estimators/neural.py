@@ -48,7 +48,7 @@ from .._validation import (
     check_rate,
 )
 from ._budget import open_fit
-from .linear import _DPLinearClassifier, _row_norms
+from .linear import _DPLinearClassifier, _row_norms, _without_seed
 
 __all__ = ["DPMLPClassifier"]
 
@@ -295,6 +295,12 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
         """The most probable declared class of every row."""
         proba = self.predict_proba(X)  # raises NotFittedError before fit
         return self.classes_[np.argmax(proba, axis=1)]
+
+    def __getstate__(self):
+        """The pickled state (``pickle``, ``joblib.dump``, ``copy``): a fitted classifier's ``random_state`` (the seed
+        of its initialization, sampling and noise) is None, as the linear estimators': with it, anyone holding D
+        and D' refits both and matches the released network exactly."""
+        return _without_seed(super().__getstate__(), "module_")
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
