@@ -84,3 +84,15 @@ def test_secure_noise_refusals():
         dualavg.minimize(shards, rounds=5, secure_noise=True)
     with pytest.raises(TypeError, match="secure_noise must be True or False"):
         dualavg.minimize(shards, epsilon=1.0, rounds=5, secure_noise=1)
+
+
+def test_a_secure_noise_beyond_the_exact_samplers_range_is_refused_before_the_ledger_is_charged():
+    """sigma = 1e12 is 1.05e18 grid steps, beyond the exact sampler's 2^46: the run was refused with the caller's
+    ledger already charged for 5 rounds (the record holder's charge came before the nodes' blocks checked it)."""
+    from dpopt.privacy import Ledger
+
+    ledger = Ledger(1e9, 1e-5, "rdp", relation="replace_one")
+    with pytest.raises(ValueError, match="the noise is too large for an exact secure release"):
+        dualavg.minimize(make_shards(n=3, q=10, d=2), sigma=1e12, iota=1.0, rounds=5, seed=0, secure_noise=True,
+                         ledger=ledger)
+    assert ledger.events == []

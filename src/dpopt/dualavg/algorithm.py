@@ -339,8 +339,8 @@ def run_block(cfg: Config, comm, shards: list, state: NodeState, stop: int, roun
     first, count = state.t + 1, stop - state.t
     sessions = None
     if cfg.sigma > 0:
-        if state.parent is not None:  # the record holder's composed record (parallel composition over nodes)
-            state.parent.charge(_charged(cfg, round_events[int(np.argmin(cfg.sizes))], count))
+        # the nodes' blocks first: each refuses a release it cannot make (secure noise beyond its exact sampler's
+        # range) before charging its node's ledger, so that such a run leaves the record holder's ledger untouched
         sessions = [
             PrepaidGaussianRounds(
                 round_events[int(i)], rounds=count, first_round=first, ledger=state.node_ledgers[k],
@@ -348,6 +348,8 @@ def run_block(cfg: Config, comm, shards: list, state: NodeState, stop: int, roun
             )
             for k, i in enumerate(nodes)
         ]
+        if state.parent is not None:  # the record holder's composed record (parallel composition over nodes)
+            state.parent.charge(_charged(cfg, round_events[int(np.argmin(cfg.sizes))], count))
     samplers = [FixedSizeSampler(cfg.batch, cfg.sizes[int(i)]) for i in nodes] if cfg.batch > 1 else None
     sched, reg = cfg.schedule, cfg.regularizer
     p = cfg.activation_rate
