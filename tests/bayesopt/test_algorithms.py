@@ -144,6 +144,20 @@ def test_bad_input_names_the_parameter(problem, kwargs, match):
         optimize(lambda i: table[i], cs, **kwargs)
 
 
+@pytest.mark.parametrize("A,tau,match", [(-1.0, 1.0, r"^A must be in \[0, inf\)"),
+                                         (float("nan"), 1.0, "^A must not be NaN"),
+                                         (0.2, -1.0, r"^tau must be in \[0, inf\)")])
+def test_algorithm_2_refuses_its_constants_before_any_objective_call(problem, A, tau, match):
+    """Algorithm 2's A and tau are public: refused before the objective is called.  Before, they were checked
+    when the score's sensitivity was computed, after GP-UCB's T steps: DPBayesSearchCV(algorithm=2, A=-1) with a
+    private estimator charged its 3 fits (epsilon 2.0 on the given ledger) and then raised."""
+    cs, table = problem
+    calls = []
+    with pytest.raises(ValueError, match=match):
+        optimize(lambda i: calls.append(i) or table[i], cs, algorithm=2, A=A, tau=tau, epsilon=1.0, n_iter=3)
+    assert not calls
+
+
 def test_non_finite_gain_is_refused(problem):
     cs, _ = problem
     with pytest.raises(ValueError, match="non-finite gain"):

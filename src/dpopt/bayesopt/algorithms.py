@@ -215,6 +215,9 @@ def optimize(
             raise ValueError("algorithm 2 releases its score with de Freitas et al.'s A and tau: give A= and tau=")
         if algorithm == 2 and T < 2:
             raise ValueError("algorithm 2 needs n_iter >= 2 (its score is max over 2 <= t <= T)")
+        if algorithm == 2 and release != "lambda":  # public constants, checked before any objective call
+            c2 = bounds.c_term(k1, N, delta_part, union=2)
+            sens2 = bounds.score_sensitivity_alg2(A, tau, candidates.dim, c2)
         book = _open_ledger(ledger, epsilon)
         index, gains, mu = run_ucb(objective, gp, T, delta_part, prior_mean=prior_mean)
         chosen = score = None
@@ -231,8 +234,7 @@ def optimize(
                 info.update(gamma_T_greedy=greedy, gamma_T_bound=gamma, q=bounds.q_term(sigma, delta_part),
                             C1=bounds.c1_constant(sigma), beta_T=float(beta(T, N, delta_part)))
             else:
-                c2 = bounds.c_term(k1, N, delta_part, union=2)
-                sens = bounds.score_sensitivity_alg2(A, tau, candidates.dim, c2)
+                sens = sens2
                 best = gains[1:].max()
                 info.update(A=A, tau=tau, c_score=c2)
             info.update(score_sensitivity=sens, score_scale=sens / eps_part)
