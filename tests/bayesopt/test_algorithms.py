@@ -158,6 +158,19 @@ def test_algorithm_2_refuses_its_constants_before_any_objective_call(problem, A,
     assert not calls
 
 
+@pytest.mark.parametrize("algorithm", [1, 3])
+@pytest.mark.parametrize("prior_mean", [float("nan"), float("inf")])
+def test_a_non_finite_prior_mean_is_refused_before_any_objective_call(problem, algorithm, prior_mean):
+    """Before, the GP's first factorization raised after the first gain: DPBayesSearchCV(prior_mean=nan) with a
+    private estimator had charged its first fit (epsilon 0.5, or 1.0 for a dp-blsgd fit) on the given ledger."""
+    cs, table = problem
+    calls = []
+    with pytest.raises(ValueError, match="^prior_mean contains 1 NaN or infinite value"):
+        optimize(lambda i: calls.append(i) or table[i], cs, algorithm=algorithm, epsilon=1.0, n_iter=3,
+                 prior_mean=prior_mean, **extras(algorithm, cs))
+    assert not calls
+
+
 def test_non_finite_gain_is_refused(problem):
     cs, _ = problem
     with pytest.raises(ValueError, match="non-finite gain"):

@@ -41,7 +41,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .._validation import as_generator, check_choice, check_int, check_open_unit, check_positive
+from .._validation import (
+    as_generator,
+    check_choice,
+    check_finite_array,
+    check_int,
+    check_open_unit,
+    check_positive,
+)
 from ..privacy import BudgetExceededError, Ledger
 from ..privacy import events as ev
 from ..privacy import mechanisms as mech
@@ -193,6 +200,9 @@ def optimize(
     release = check_choice("release", release, RELEASES)
     epsilon = check_positive("epsilon", epsilon)
     T = check_steps("n_iter", n_iter)
+    # before any objective call: a NaN or infinite offset raised in the GP's first factorization, after the first
+    # gain (in DPBayesSearchCV, after the first private fit was charged)
+    prior_mean = float(check_finite_array("prior_mean", prior_mean, ndim=0))
     N = len(candidates)
     rng = as_generator(rng)
     if repetitions is not None:
