@@ -15,7 +15,7 @@ from ..result import DPResult
 from . import algorithms
 from .datapass import DataPass
 from .oracle import NonPrivateGradientOracle, PrivateGradientOracle, l1_sensitivity
-from .plan import Plan, canonical_method, make_plan
+from .plan import Plan, canonical_method, laplace_events, make_plan
 
 __all__ = ["minimize", "evaluate"]
 
@@ -222,6 +222,7 @@ def minimize(
         adjust_iterations=adjust_iterations,
         masg_p=masg_p,
         masg_first_stage=masg_first_stage,
+        secure_size=X0.size if private and secure_noise else 0,  # one release: the (R, d) noisy gradients
     )
 
     if private:
@@ -234,9 +235,9 @@ def minimize(
     )
     if private:
         oracle = PrivateGradientOracle(objective, ledger=ledger, secure_noise=bool(secure_noise), **common)
-        per_step = oracle.sensitivity / oracle.batch_size
-        planned = ev.Composed([oracle.sampler.wrap(ev.Laplace(float(b), per_step))
-                               for b in plan.scales[: plan.iterations]])
+        planned = ev.Composed(laplace_events(plan.scales[: plan.iterations], sensitivity=oracle.sensitivity, n=plan.n,
+                                             batch_size=plan.batch_size,
+                                             secure_size=X0.size if secure_noise else 0))  # as the oracle charges
         if not ledger.can_afford(planned):  # the whole plan is known: refuse before any release
             raise BudgetExceededError(
                 f"the planned {plan.iterations} releases would overspend the ledger "

@@ -27,6 +27,7 @@ from .._validation import check_int, check_iterations, check_nonnegative, check_
 from ..privacy import FixedSizeSampler, Ledger
 from ..privacy import events as ev
 from ..privacy.calibration import fit_scales_to_budget
+from ..privacy.mechanisms import secure_event
 from . import allocation, schedules
 from .bounds import optimized_bound
 from .coefficients import coefficients, log_coefficients
@@ -56,10 +57,18 @@ def canonical_method(method: str) -> str:
     return METHODS[key]
 
 
-def laplace_events(scales, *, sensitivity: float, n: int, batch_size: int) -> list:
-    """One Laplace(b_t, S₁/m) event per scale, amplified by fixed-size sampling of m of n (eq. (3.3))."""
+def laplace_events(scales, *, sensitivity: float, n: int, batch_size: int, secure_size: int = 0) -> list:
+    """One Laplace(b_t, S₁/m) event per scale, amplified by fixed-size sampling of m of n (eq. (3.3)).
+
+    ``secure_size`` > 0: the discrete event a ``secure_noise`` release of that many values charges instead
+    (:func:`~dpopt.privacy.mechanisms.secure_event`; its ε is the same up to rounding, which a plan fitted to
+    the continuous events would exceed by an ulp at the last release).
+    """
     sampler, unit = FixedSizeSampler(batch_size, n), sensitivity / batch_size
-    return [sampler.wrap(ev.Laplace(b, unit)) for b in np.asarray(scales, dtype=float).tolist()]
+    events = [ev.Laplace(b, unit) for b in np.asarray(scales, dtype=float).tolist()]
+    if secure_size:
+        events = [secure_event(e, secure_size)[0] for e in events]
+    return [sampler.wrap(e) for e in events]
 
 
 @dataclass(frozen=True)
@@ -127,6 +136,7 @@ def make_plan(
     adjust_iterations: bool = True,
     masg_p: int = 1,
     masg_first_stage: int | None = None,
+    secure_size: int = 0,
 ) -> Plan:
     """The schedule and budget split of one run of ``method`` (see the module docstring).
 
@@ -134,7 +144,9 @@ def make_plan(
     use step/4^k); ``momentum`` is β for dp-hb/dp-nag(-opt) (default
     (1 − √(μα))/(1 + √(μα))); MASG sets β per stage.  ``initial_error`` is
     the guess E₀ of Remark 4.1 and ``adjust_iterations`` whether the -opt
-    methods shorten T to the T' minimizing (4.6).
+    methods shorten T to the T' minimizing (4.6).  ``secure_size`` > 0: the
+    scales are fitted to the budget with the discrete events a ``secure_noise``
+    run of that many values per release charges (:func:`laplace_events`).
     """
     name = canonical_method(method)
     epsilon = check_positive("epsilon", epsilon)
@@ -207,7 +219,8 @@ def make_plan(
     T_run = alloc.iterations
     scales = fit_scales_to_budget(
         alloc.scales,
-        lambda b: laplace_events(b, sensitivity=S1, n=n, batch_size=m),
+        lambda b: laplace_events(b, sensitivity=S1, n=n, batch_size=m,
+                                 secure_size=check_int("secure_size", secure_size, minimum=0)),
         lambda: Ledger(epsilon, relation="replace_one"),
     )
     return Plan(
