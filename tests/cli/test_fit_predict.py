@@ -257,6 +257,11 @@ BAD_INPUT = {
     "not a model": (["predict", "--model", "train.csv", "--data", "new.csv"], "not a dpopt model file"),
     "no model file": (["predict", "--model", "absent.json", "--data", "new.csv"], "no such model file"),
     "columns missing": (["predict", "--model", "model.json", "--data", "one.csv"], "lack the feature column"),
+    # a ;-separated file read with ',' said only "target column 'label' not found; columns are ['age;label']"
+    "other delimiter": (["fit", "--data", "semi.csv", "--target", "label", "--epsilon", "1"],
+                        "semi.csv has one column, 'age;label': is its delimiter ';'? give --delimiter ';'"),
+    "tab delimiter": (["predict", "--model", "model.json", "--data", "tab.csv"],
+                      "is its delimiter '\\t'? give --delimiter $'\\t' (a tab)"),
 }
 
 
@@ -266,6 +271,8 @@ def bad_files(work):
     assert fit.returncode == 0, fit.stderr
     (root / "bad.csv").write_text("age,city,label\n30,Paris,yes\nabc,Rome,no\n41,Oslo,yes\n")
     (root / "one.csv").write_text("age,label\n30,yes\n40,yes\n")
+    (root / "semi.csv").write_text("age;label\n30;yes\n40;no\n")
+    (root / "tab.csv").write_text("age\tlabel\n30\tyes\n40\tno\n")
     return root
 
 

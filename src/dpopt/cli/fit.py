@@ -165,7 +165,7 @@ def read_table(path: Path, delimiter: str, encoding: str) -> tuple[dict[str, np.
     except LookupError:
         raise UserError(f"unknown --encoding {encoding!r} (e.g. utf-8, latin-1, cp1252)") from None
     try:
-        return read_csv_columns(path, delimiter=delimiter, encoding=encoding)
+        columns, first_line = read_csv_columns(path, delimiter=delimiter, encoding=encoding)
     except FileNotFoundError:
         raise UserError(f"no such file: {path}") from None
     except CSVEncodingError as exc:  # where the bad byte is, never the byte (the file's bytes are its data)
@@ -174,6 +174,12 @@ def read_table(path: Path, delimiter: str, encoding: str) -> tuple[dict[str, np.
         ) from None
     except (IsADirectoryError, PermissionError, UnicodeDecodeError, ValueError) as exc:
         raise UserError(str(exc)) from None
+    (name,) = columns if len(columns) == 1 else ("",)
+    other = next((d for d in (";", "\t", "|") if d != delimiter and d in name), None)
+    if other is not None:  # a ;-separated file read with ',' is one column named 'age;visits;outcome'
+        option = "$'\\t' (a tab)" if other == "\t" else repr(other)
+        raise UserError(f"{path} has one column, {name!r}: is its delimiter {other!r}? give --delimiter {option}")
+    return columns, first_line
 
 
 def _json_file(spec: list[str], option: str):
