@@ -123,3 +123,33 @@ def test_dualavg_command_refuses_in_one_line_what_the_budget_cannot_pay(capsys):
     assert out == "" and err.count("\n") == 1 and "nothing was released" in err
     assert main([*base, "--epsilon", "1e-300", "--noise", "theorem1"]) == 0
     assert "sigma = 1.12765e+300" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--iota", "2"], "--iota must be in (0, 1], got 2.0"),
+    (["--batch", "100"], "--batch must be in [1, 50] (the smallest shard's record count), got 100"),
+    (["--edges", "0"], "--edges must be >= 1, got 0"),
+    (["--rounds", "0"], "--rounds must be >= 1, got 0"),
+    (["--delta", "2"], "--delta must be in (0, 1), got 2.0"),
+    (["--resume"], "--resume needs --checkpoint-dir (the folder of the interrupted run's checkpoints)"),
+    (["--resume", "--checkpoint-dir", "nock"], "--resume: --checkpoint-dir 'nock' is not a folder"),
+])
+@pytest.mark.parametrize("backend", ["simulate", "mpi"])
+def test_bad_settings_are_one_line_before_any_rank_starts(tmp_path, monkeypatch, capsys, backend, extra, message):
+    # under --backend mpi each was a traceback from every rank, MPICH's abort lines and exit code 1
+    monkeypatch.chdir(tmp_path)
+    argv = ["dualavg", "--synthetic", "50", "--nodes", "3", "--epsilon", "1", "--backend", backend, *extra]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == [f"dpopt dualavg: error: {message}"] and captured.out == ""
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_resume_without_this_runs_checkpoints_is_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ck").mkdir()
+    argv = ["dualavg", "--synthetic", "50", "--nodes", "3", "--epsilon", "1", "--resume", "--checkpoint-dir", "ck"]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "dpopt dualavg: error: --resume: no checkpoint of this run in --checkpoint-dir (3 of 3 node files missing, "
+        "first ck/node_state_0of3.npz)"]

@@ -148,10 +148,43 @@ def _data(args):
     return load, sizes, args.dim
 
 
-def _launch(args, argv) -> int:
-    n = args.nodes if args.shards is None else len(_read_index(args.shards, every_file=False)["sizes"])
-    if n is None:
-        raise UserError("--backend mpi needs --nodes N (or --shards DIR)")
+def _check_settings(args, sizes) -> None:
+    """The options' ranges, named as options, before anything runs: under --backend mpi a rank's error is a
+    traceback from every rank and an MPI_Abort (--iota 2 printed 4 tracebacks, exit code 1)."""
+    from .._validation import check_int, check_open_unit, check_positive, check_rate
+    from ..dualavg.api import checkpoint_path
+
+    try:
+        if args.epsilon is not None:
+            check_positive("--epsilon", args.epsilon)
+            check_open_unit("--delta", args.delta)
+        check_rate("--iota", args.iota)
+        check_positive("--lipschitz", args.lipschitz)
+        check_int("--edges", args.edges)
+        check_int("--batch", args.batch, maximum=min(sizes), why="the smallest shard's record count")
+        if args.rounds is not None:
+            check_int("--rounds", args.rounds)
+        else:
+            check_positive("--epochs", args.epochs)
+        if args.checkpoint_every is not None:
+            check_int("--checkpoint-every", args.checkpoint_every)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    if args.resume:
+        if args.checkpoint_dir is None:
+            raise UserError("--resume needs --checkpoint-dir (the folder of the interrupted run's checkpoints)")
+        if not os.path.isdir(args.checkpoint_dir):
+            raise UserError(f"--resume: --checkpoint-dir {args.checkpoint_dir!r} is not a folder")
+        # (an MPI rank's checkpoint, like its shard, may live on its own machine only: each rank checks its own)
+        nodes = range(len(sizes)) if args.backend == "simulate" else ()
+        paths = [checkpoint_path(args.checkpoint_dir, i, len(sizes)) for i in nodes]
+        missing = [path for path in paths if not os.path.isfile(path)]
+        if missing:
+            raise UserError(f"--resume: no checkpoint of this run in --checkpoint-dir ({len(missing)} of "
+                            f"{len(paths)} node files missing, first {missing[0]})")
+
+
+def _launch(args, argv, n: int) -> int:
     mpiexec = shutil.which("mpiexec", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
     if mpiexec is None:
         raise UserError("mpiexec not found: pip install 'dpopt[mpi]' (mpi4py and the MPICH wheel)")
@@ -161,14 +194,15 @@ def _launch(args, argv) -> int:
 def run(args, argv=None) -> int:
     if args.out:
         check_out("--out", args.out)
-    if args.backend == "mpi" and not _in_mpi_job():
-        return _launch(args, sys.argv[2:] if argv is None else argv)
-    from ..dualavg import minimize
-    from ..progress import Progress
-
     if args.secure_noise and args.epsilon is None:
         raise UserError("--secure-noise needs --epsilon (it is an option of the private run)")
     load, sizes, dim = _data(args)  # dim: every rank checks its own shard against the declared width
+    _check_settings(args, sizes)
+    if args.backend == "mpi" and not _in_mpi_job():
+        return _launch(args, sys.argv[2:] if argv is None else argv, len(sizes))
+    from ..dualavg import minimize
+    from ..progress import Progress
+
     comm = None
     if args.backend == "mpi":
         from ..dualavg.mpi import MPIComm

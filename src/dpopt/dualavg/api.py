@@ -23,7 +23,7 @@ from .problem import LOSSES, check_shard
 from .prox import Regularizer
 from .schedules import Schedule
 
-__all__ = ["minimize", "DEFAULT_STEPS"]
+__all__ = ["minimize", "DEFAULT_STEPS", "checkpoint_path"]
 
 #: liu2024 §5.2 (ℓ2: a_t = t, γ_t = 20) and §5.3 (ℓ1: a_t = 1, γ_t = 0.01√t).
 DEFAULT_STEPS = {"l2": ("strongly_convex", 20.0), "l1": ("convex", 0.01), "none": ("convex", 0.01)}
@@ -50,6 +50,11 @@ def _shard_source(shards, sizes):
         raise TypeError("shards must be a sequence of at least two (X, y) pairs, or a loader node -> (X, y)")
     checked = [check_shard(X, y, i) for i, (X, y) in enumerate(shards)]
     return (lambda i: checked[i]), [len(y) for _, y in checked]
+
+
+def checkpoint_path(directory, node: int, n: int) -> str:
+    """The file holding ``node``'s state in a run of ``n`` nodes (one per rank, written every checkpoint)."""
+    return os.path.join(directory, f"node_state_{node}of{n}.npz")
 
 
 def minimize(
@@ -271,7 +276,7 @@ def minimize(
     rec = None if record_every is None else val.check_int("record_every", record_every)
 
     # ---- state: fresh or resumed ---------------------------------------------------------
-    ckpt = None if checkpoint_dir is None else os.path.join(checkpoint_dir, f"node_state_{int(comm.nodes[0])}of{n}.npz")
+    ckpt = None if checkpoint_dir is None else checkpoint_path(checkpoint_dir, int(comm.nodes[0]), n)
     if resume:
         if ckpt is None or not os.path.exists(ckpt):
             raise ValueError(f"resume=True needs an existing checkpoint in checkpoint_dir, missing {ckpt}")
