@@ -594,3 +594,25 @@ def test_a_pickled_fitted_search_does_not_carry_the_seeds(data):
     assert search.random_state == 0 and search.estimator.random_state == 0
     unfitted = pickle.loads(pickle.dumps(DPBayesSearchCV(estimator, {"regularization": [1e-3]}, random_state=5)))
     assert unfitted.random_state == 5 and unfitted.estimator.random_state == 0
+
+
+class _BarePurePrivate(_BarePrivate):
+    """A pure epsilon-DP private estimator that does not say under which relation its epsilon holds."""
+
+    def get_params(self, deep=True):
+        return {"epsilon": 0.5, "delta": 0.0}
+
+
+class _PureAddRemove(_BarePurePrivate):
+    def _guarantee_relation(self):
+        return "add_remove"
+
+
+def test_a_pure_add_remove_fit_is_charged_twice_its_epsilon():
+    """Under the search's replace-one relation a pure epsilon-DP guarantee under add/remove (or one that does not say
+    which, read as add/remove as for (epsilon, delta) estimators) is 2 epsilon (group privacy, k = 2): before, it
+    was charged PureDP(epsilon) whatever its relation (the (epsilon, delta) path already used group privacy)."""
+    from dpopt.estimators.bayes_search import _fit_event
+
+    assert _fit_event(_PureAddRemove()) == _fit_event(_BarePurePrivate()) == ev.PureDP(1.0)
+    assert _fit_event(DPLogisticRegression(epsilon=0.5, method="auto")) == ev.PureDP(0.5)  # replace-one: its own

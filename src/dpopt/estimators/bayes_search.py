@@ -24,7 +24,7 @@ What is protected.
   hyper-parameters: DP-AGD's budget increases, the planned steps), and only
   the first step's fit (candidate 0, fixed before any score) and the refit
   may warn; the scoring never does.  A pure ε-DP estimator's fit is charged
-  ``PureDP(ε)`` (a pure ledger); an (ε, δ) estimator's (``delta > 0``: dp-blsgd,
+  ``PureDP(ε)`` (a pure ledger; 2ε for an add/remove guarantee); an (ε, δ) estimator's (``delta > 0``: dp-blsgd,
   dp-sgd, dp-agd, ``DPMLPClassifier``, ...) runs on its own ledger of exactly
   (ε, δ) and is charged one ``ApproxDP`` stating its guarantee under the
   search's replace-one relation (:func:`_fit_event`: (2ε, (1 + e^ε)δ) for the
@@ -111,7 +111,8 @@ RELATION = "replace_one"
 def _fit_event(estimator) -> ev.Event:
     """The one event every fit of a private ``estimator`` is charged, whatever its candidate and the data.
 
-    A pure ε-DP estimator (``delta=0``): ``PureDP(ε)``.  An (ε, δ) one: ``ApproxDP`` of its guarantee under the
+    A pure ε-DP estimator (``delta=0``): ``PureDP(ε)`` (``PureDP(2ε)`` if its guarantee is an add/remove one, or
+    it does not say, as for a third-party estimator).  An (ε, δ) one: ``ApproxDP`` of its guarantee under the
     search's replace-one relation: (ε, δ) where the estimator's guarantee is a replace-one one, else (its methods
     with δ > 0 are add/remove: Poisson sampling and a released count) the group-privacy bound of one removal and
     one addition, (2ε, (1 + e^ε)δ) (:func:`~dpopt.privacy.approx.group_privacy`).  Each fit is (ε, δ)-DP whatever
@@ -123,10 +124,10 @@ def _fit_event(estimator) -> ev.Event:
     """
     params = estimator.get_params()
     epsilon, delta = float(params["epsilon"]), _delta(estimator)
-    if delta == 0.0:
-        return ev.PureDP(epsilon)
     if _relation(estimator) == RELATION:
-        return ev.ApproxDP(epsilon, delta)
+        return ev.PureDP(epsilon) if delta == 0.0 else ev.ApproxDP(epsilon, delta)
+    if delta == 0.0:  # a pure add/remove guarantee: 2ε under replace-one (group privacy, k = 2)
+        return ev.PureDP(group_privacy(epsilon, 0.0, 2)[0])
     return ev.ApproxDP(*group_privacy(epsilon, delta, 2))
 
 
