@@ -616,3 +616,24 @@ def test_a_pure_add_remove_fit_is_charged_twice_its_epsilon():
 
     assert _fit_event(_PureAddRemove()) == _fit_event(_BarePurePrivate()) == ev.PureDP(1.0)
     assert _fit_event(DPLogisticRegression(epsilon=0.5, method="auto")) == ev.PureDP(0.5)  # replace-one: its own
+
+
+def test_a_score_that_is_not_finite_does_not_stop_the_search(data):
+    """roc_auc is undefined (nan) on a validation part holding one class.  Before, the search raised ('non-finite
+    gain') after charging its first fit, on that validation set only: 3 validation rows all labelled 1 raised with
+    1 event spent, and each neighbour with one of them relabelled 0 ran to the end (7 events).  Now the score counts
+    as prior_mean and both run the same search."""
+    X, y = data
+    rows = _validation_rows(len(y), 0)[:3]
+    records = []
+    for labels in ([1, 1, 1], [0, 1, 1]):
+        y2 = y.copy()
+        y2[_validation_rows(len(y), 0)] = 0
+        y2[rows] = labels
+        book = Ledger(50.0, relation="replace_one")
+        search = DPBayesSearchCV(DPLogisticRegression(epsilon=0.5, data_norm=1.0, classes=[0, 1], random_state=0),
+                                 {"regularization": [1e-3, 1e-2]}, epsilon=1.0, n_iter=3, ledger=book, random_state=0,
+                                 validation_size=3, scoring="roc_auc")
+        search.fit(X, y2)
+        records.append([e.to_dict() for e in book.events])
+    assert records[0] == records[1] and len(records[0]) == 7
