@@ -313,3 +313,16 @@ def test_a_subgradient_run_longer_than_can_run_is_refused_before_anything_is_cha
     with pytest.raises(ValueError, match=r"iterations must be in \[1, 10000000\]") as info:
         minimize(problem(), 0.5, method="subgradient", ledger=ledger, rng=0, iterations=10**9)
     assert "\n" not in str(info.value) and ledger.events == []
+
+
+@pytest.mark.parametrize("method, secure, k", [("laplace-data", True, 2), ("laplace-solution", True, 17),
+                                              ("laplace-solution", False, 13)])
+def test_the_laplace_mechanisms_fit_their_scale_to_epsilon_as_the_ledger_charges_it(method, secure, k):
+    """The charged event's epsilon is Delta/b only up to rounding: one ulp over epsilon, the mechanism's own ledger
+    refused it (BudgetExceededError, nothing released) for 6 of 60 epsilons in [1e-4, 10] with secure noise
+    (laplace-data, laplace-solution) and 1 without (laplace-solution, whose scale was Delta/epsilon)."""
+    epsilon = float(np.geomspace(1e-4, 10, 60)[k])
+    A = np.array([[1.0, 0.5], [-1.0, 0.2], [0.3, -1.0]])
+    problem = PiecewiseAffineProblem(A, np.zeros(3), b_max=1.0, polytope=Polytope.cube(1.0, 2))
+    result = minimize(problem, epsilon, method, rng=0, secure_noise=secure)
+    assert 0.0 < result.epsilon <= epsilon and result.epsilon == pytest.approx(epsilon, rel=1e-12)

@@ -45,6 +45,7 @@ from .._validation import as_generator, check_int, check_iterations, check_posit
 from ..privacy import BudgetExceededError, Ledger, equal_share
 from ..privacy import events as ev
 from ..privacy import mechanisms as mech
+from ..privacy.calibration import fit_scales_to_budget
 from ..privacy.mcmc import metropolis_exponential
 from ..result import DPResult
 from .problem import RELATION, PiecewiseAffineProblem
@@ -92,6 +93,13 @@ def _perturb(value, *, l2: float, l1: float, epsilon: float, ledger, rng, secure
         scale = ev.scale_for_epsilon(sensitivity, epsilon)
     else:
         scale = sensitivity / epsilon * inflation
+    # the charged event's ε is Δ/b only up to rounding (an ulp over ε refused some ε): fitted to ε as charged
+    def charged(b: float) -> ev.Event:
+        if secure_noise:
+            return mech.secure_event(ev.Laplace(b, sensitivity), np.size(value))[0]
+        return ev.VectorLaplace(b, sensitivity)
+
+    scale = float(fit_scales_to_budget([scale], lambda s: [charged(float(s[0]))], lambda: new_ledger(epsilon))[0])
     common = dict(sensitivity=sensitivity, scale=scale, ledger=ledger, rng=rng)
     if not secure_noise:
         return mech.vector_laplace(value, **common), sensitivity, scale, None
