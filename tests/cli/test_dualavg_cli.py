@@ -54,6 +54,26 @@ def test_dpopt_dualavg_backend_mpi_launches_mpiexec(tmp_path):
     assert json.loads(out.read_text())["x"] == json.loads(sim.read_text())["x"]
 
 
+@pytest.mark.slow  # mpiexec and two ranks start, run until the root's first progress line, and stop: 4-8 s
+def test_ctrl_c_of_an_mpi_run_is_one_line_and_leaves_no_summary(tmp_path):
+    # every rank printed its KeyboardInterrupt traceback, and the launcher killed mpiexec (orphaning the ranks)
+    import signal
+
+    pytest.importorskip("mpi4py", reason="the MPI back end needs the dpopt[mpi] extra")
+    if shutil.which("mpiexec", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")) is None:
+        pytest.skip("mpiexec (MPICH wheel of dpopt[mpi]) is not on PATH")
+    cmd = [sys.executable, "-m", "dpopt", "dualavg", "--backend", "mpi", "--synthetic", "200", "--nodes", "2",
+           "--epsilon", "1", "--rounds", "10000000", "--out", "mpi.json"]
+    job = subprocess.Popen(cmd, cwd=tmp_path, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+                           start_new_session=True)  # its own group, as a terminal's foreground job
+    assert "still running" in job.stderr.readline()  # the ranks are running (the root's first progress line)
+    os.killpg(job.pid, signal.SIGINT)  # what Ctrl-C sends: every process of the group
+    err = job.stderr.read()
+    assert job.wait(timeout=60) == 130
+    assert [line for line in err.splitlines() if "still running" not in line] == ["dpopt dualavg: interrupted"]
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize(
     ("index", "expected"),
     [

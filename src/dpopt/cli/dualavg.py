@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import traceback
@@ -184,11 +185,25 @@ def _check_settings(args, sizes) -> None:
                             f"{len(paths)} node files missing, first {missing[0]})")
 
 
+#: Set in the ranks' environment by the launcher of ``--backend mpi`` (``_launch``).
+LAUNCHED = "DPOPT_DUALAVG_LAUNCHED"
+
+
 def _launch(args, argv, n: int) -> int:
     mpiexec = shutil.which("mpiexec", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
     if mpiexec is None:
         raise UserError("mpiexec not found: pip install 'dpopt[mpi]' (mpi4py and the MPICH wheel)")
-    return subprocess.call([mpiexec, "-n", str(n), sys.executable, "-m", "dpopt.dualavg", *argv])
+    env = {**os.environ, LAUNCHED: "1"}  # the ranks leave the one "interrupted" line to this process
+    with subprocess.Popen([mpiexec, "-n", str(n), sys.executable, "-m", "dpopt.dualavg", *argv], env=env) as job:
+        try:
+            return job.wait()
+        except KeyboardInterrupt:  # a terminal's Ctrl-C reached mpiexec too, which stops the ranks: wait for it
+            try:
+                job.wait(timeout=5)
+            except subprocess.TimeoutExpired:  # only this process was interrupted: pass it on (a kill would
+                job.send_signal(signal.SIGINT)  # orphan the ranks)
+                job.wait()
+            raise
 
 
 def run(args, argv=None) -> int:
@@ -292,3 +307,7 @@ def main(argv=None) -> int:
     except UserError as exc:
         print(f"dpopt dualavg: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C reaches every rank: one line (the launcher's, or else rank 0's), no traceback
+        if LAUNCHED not in os.environ and os.environ.get("PMI_RANK", "0") == "0":
+            print("dpopt dualavg: interrupted", file=sys.stderr)
+        return 130

@@ -1,5 +1,9 @@
 import sys
 
-from ..cli.dualavg import main
+try:  # Ctrl-C reaches every rank, one perhaps still starting: no traceback (the one line is main's or the launcher's)
+    from ..cli.dualavg import main
 
-sys.exit(main())
+    code = main()
+except KeyboardInterrupt:
+    code = 130
+sys.exit(code)
