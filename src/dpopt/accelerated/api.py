@@ -142,7 +142,9 @@ def minimize(
         α (default 1/L) and β (default (1 − √(μα))/(1 + √(μα))).
     repetitions:
         R independent runs in one batch (x of shape (R, d)); each has its
-        own minibatches and noise, and they share every data pass.
+        own minibatches and noise, and they share every data pass.  The
+        privacy record describes one run (for experiments): releasing all
+        R runs of the same data spends R·ε.
     trajectory:
         ``True`` records F(x_t) for t = 0..T; an int k every k-th iterate;
         a sequence of ints those iterations (the last is always included).

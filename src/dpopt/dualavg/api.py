@@ -113,6 +113,9 @@ def minimize(
     from the adversary, amplification by ι·b/q); the result's guarantee is then
     ``"conditional"`` on that assumption (see :func:`.accounting.round_event`).
     ``rounds`` defaults to ``epochs`` passes: ⌈epochs·Σq_i/(⌈nι⌉·b)⌉.
+    ``repetitions=R`` runs R independent runs at once (``x`` of shape (R, d));
+    the privacy record describes one run (for experiments): releasing all R
+    runs of the same shards spends R times the budget.
     ``backend="mpi"`` runs one node per rank (``mpiexec -n n``); with
     ``checkpoint_dir`` the state (with the node's noise stream: keep it as
     private as the shard) is saved every ``checkpoint_every`` rounds and
