@@ -103,7 +103,7 @@ def test_releases_charge_the_handed_down_ledger_and_refuse_before_release(proble
     result = optimize(lambda i: table[i], cs, epsilon=1.0, n_iter=4, rng=0, ledger=book)
     assert book.spent().epsilon == pytest.approx(2.0) and len(book.events) == 3
     assert result.fun is not None and result.x is not None
-    small = Ledger(0.5)
+    small = Ledger(0.5, relation="replace_one")
     with pytest.raises(BudgetExceededError):
         optimize(lambda i: table[i], cs, epsilon=1.0, n_iter=4, rng=0, ledger=small)
     assert small.events == []
@@ -169,6 +169,18 @@ def test_a_non_finite_prior_mean_is_refused_before_any_objective_call(problem, a
         optimize(lambda i: calls.append(i) or table[i], cs, algorithm=algorithm, epsilon=1.0, n_iter=3,
                  prior_mean=prior_mean, **extras(algorithm, cs))
     assert not calls
+
+
+@pytest.mark.parametrize("algorithm", [1, 3])
+def test_an_add_remove_ledger_is_refused_before_any_objective_call(problem, algorithm):
+    """The sensitivities are kusner2015's for V and V' that differ by swapping one record.  Before, an add/remove
+    ledger was charged both releases and the result stated an add/remove guarantee."""
+    cs, table = problem
+    book, calls = Ledger(5.0, relation="add_remove"), []
+    with pytest.raises(ValueError, match=r"^ledger.relation must be 'replace_one' for kusner2015's releases"):
+        optimize(lambda i: calls.append(i) or table[i], cs, algorithm=algorithm, epsilon=1.0, n_iter=3, ledger=book,
+                 **extras(algorithm, cs))
+    assert not calls and not book.events
 
 
 def test_non_finite_gain_is_refused(problem):

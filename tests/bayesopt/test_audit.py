@@ -25,10 +25,10 @@ def halved_twin(name, release, output):
     candidates, kwargs = alg3_problem(len(target.data))
 
     def run(values, repetitions, rng):
-        inner = Ledger(2 * kwargs["epsilon"], relation=target.name)
+        inner = Ledger(2 * kwargs["epsilon"], relation="replace_one")
         result = optimize(lambda i: values[i], candidates, release=release, rng=rng, ledger=inner,
                           repetitions=repetitions, **{**kwargs, "epsilon": 2 * kwargs["epsilon"]})
-        claimed = Ledger(kwargs["epsilon"], relation=target.name)
+        claimed = Ledger(kwargs["epsilon"], relation="replace_one")
         for e in result.events:  # what the calibrated release would have charged
             claimed.charge(ev.Laplace(2 * e.scale, e.sensitivity) if isinstance(e, ev.Laplace)
                            else ev.Exponential(e.epsilon / 2))

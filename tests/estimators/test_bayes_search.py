@@ -637,3 +637,20 @@ def test_a_score_that_is_not_finite_does_not_stop_the_search(data):
         search.fit(X, y2)
         records.append([e.to_dict() for e in book.events])
     assert records[0] == records[1] and len(records[0]) == 7
+
+
+@pytest.mark.parametrize("private", [True, False])
+def test_a_pure_ledger_of_another_relation_is_refused_before_anything_is_spent(data, private):
+    """Every ledger the search charges must be replace-one, not only an approx one: before, a pure add/remove ledger
+    was charged a pure private estimator's first fit (1 event, epsilon 0.5), whose fit then refused the ledger's
+    copy; with scikit-learn's LogisticRegression (Algorithm 3) the releases were charged to it (2 events)."""
+    book = Ledger(50.0, relation="add_remove")
+    if private:
+        search = DPBayesSearchCV(DPLogisticRegression(epsilon=0.5, data_norm=1.0, classes=[0, 1], random_state=0),
+                                 {"regularization": [1e-3, 1e-2]}, epsilon=1.0, n_iter=3, ledger=book, random_state=0)
+    else:
+        search = DPBayesSearchCV(LogisticRegression(fit_intercept=False), {"C": [1.0, 10.0]}, algorithm=3,
+                                 data_norm=1.0, epsilon=1.0, n_iter=3, ledger=book, random_state=0)
+    with pytest.raises(ValueError, match=r"^ledger.relation must be 'replace_one' for the search"):
+        search.fit(*data)
+    assert not book.events

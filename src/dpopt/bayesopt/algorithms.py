@@ -103,13 +103,16 @@ def run_ucb(objective: Callable[[int], float], gp: FiniteGP, n_iter: int, delta:
 def _open_ledger(ledger, epsilon: float) -> Ledger:
     """The ledger the releases charge: a new one, a child of ``ledger``, or ``ledger`` itself.
 
+    ``ledger`` must be of the replace-one relation that the sensitivities assume (kusner2015 §2.1); an
+    add/remove ledger would have recorded the releases as add/remove guarantees.
+
     The whole ε of the releases is checked up front (as one pure-ε event,
     never cheaper than its parts), so that a budget too small for the second
     release refuses before the first is drawn.
     """
     if ledger is None:
         return Ledger(epsilon, relation=RELATION)
-    mech.check_ledger(ledger)
+    mech.check_ledger(ledger, RELATION, why=" for kusner2015's releases (V and V' differ by swapping one record)")
     if not ledger.can_afford(ev.PureDP(epsilon)):
         raise BudgetExceededError(
             f"the releases need epsilon={epsilon:.6g} but the ledger has {ledger.remaining().epsilon:.6g} "

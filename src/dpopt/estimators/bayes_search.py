@@ -143,6 +143,12 @@ def _check_approx_ledger(book: Ledger) -> None:
             "an (epsilon, delta) estimator's fits are charged as ApproxDP events: the ledger must have "
             f"accountant='approx' (basic composition), got {book.notion!r}; nothing was spent"
         )
+    _check_relation(book)
+
+
+def _check_relation(book: Ledger) -> None:
+    """Every ledger the search charges is of its replace-one relation (the fits' events and the releases state
+    guarantees under it): refused before anything is spent."""
     if book.relation != RELATION:
         raise ValueError(f"ledger.relation must be {RELATION!r} for the search (a seeded split of the rows), "
                          f"got {book.relation!r}; nothing was spent")
@@ -378,6 +384,7 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
             book = Ledger(need, need_delta, "approx" if approx else "pure", relation=RELATION)
         if approx:
             _check_approx_ledger(book)
+        _check_relation(book)  # (a pure private fit was charged, then refused the add/remove ledger's copy)
         if private and book.notion in ("pure", "approx"):
             total = ev.ApproxDP(need, need_delta) if approx else ev.PureDP(need)
             if not book.can_afford(total):
