@@ -229,7 +229,8 @@ BAD_INPUT = {
     ),
     "undeclared column": (
         ["fit", "--data", "bad.csv", "--target", "label", "--epsilon", "1", *BAD_CITY],
-        "column(s) ['age'] have no declared type",
+        # the data layer's words named no option
+        "column(s) ['age'] have no declared type: give each numeric one --bounds COL=LO:HI (or --numeric COL)",
     ),
     "label outside classes": (
         ["fit", "--data", "one.csv", "--target", "label", "--epsilon", "1", "--bounds", "age=0:99", "--classes", "a,b"],

@@ -318,6 +318,11 @@ def load_encoded(args, pending: list) -> tuple:
         unknown = [c for c in given if c not in features]
         if unknown:
             raise UserError(f"{option} names unknown feature column(s) {unknown}; feature columns are {features}")
+    undeclared = [c for c in features if c not in bounds and c not in categories and c not in args.numeric]
+    if undeclared:  # (the data layer's message names no option)
+        raise UserError(f"{args.data}: column(s) {undeclared} have no declared type: give each numeric one "
+                        "--bounds COL=LO:HI (or --numeric COL) and each categorical one --categories COL=A,B,...; "
+                        "types and category sets are never read from private data")
     try:
         schema, kept = learn_schema(
             columns,
