@@ -173,3 +173,18 @@ def test_resume_without_this_runs_checkpoints_is_one_line(tmp_path, monkeypatch,
     assert capsys.readouterr().err.splitlines() == [
         "dpopt dualavg: error: --resume: no checkpoint of this run in --checkpoint-dir (3 of 3 node files missing, "
         "first ck/node_state_0of3.npz)"]
+
+
+def test_ctrl_c_while_a_checkpoint_or_the_summary_is_written_leaves_no_half_file(tmp_path, monkeypatch, capsys):
+    # np.savez's "<checkpoint>.tmp.npz" and the summary's "<out>.tmp" stayed behind when Ctrl-C came mid-write
+    def interrupted(src, dst):
+        raise KeyboardInterrupt
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(os, "replace", interrupted)  # the last step of both writes
+    base = ["dualavg", "--synthetic", "20", "--nodes", "3", "--epsilon", "1", "--rounds", "4", "--out", "s.json"]
+    assert main([*base, "--checkpoint-dir", "ck", "--checkpoint-every", "2"]) == 130  # at the first checkpoint
+    assert list((tmp_path / "ck").iterdir()) == []
+    assert main(base) == 130  # at the summary
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ck"]
+    assert capsys.readouterr().err.splitlines()[-1] == "dpopt dualavg: interrupted"

@@ -285,9 +285,14 @@ def run(args, argv=None) -> int:
     text = json.dumps(summary, indent=2, default=float)
     if args.out:
         tmp = args.out + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(text)
-        os.replace(tmp, args.out)
+        try:
+            with open(tmp, "w") as f:
+                f.write(text)
+            os.replace(tmp, args.out)
+        except BaseException:  # Ctrl-C mid-write leaves no half-written file
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            raise
     shown = f"F(x_bar) = {res.fun:.6g} (non-private diagnostic) " if args.report_objective else ""
     print(f"{res.method}: {shown}after {res.nit} rounds, sigma = {res.info['sigma']:.6g}", end="")
     print(

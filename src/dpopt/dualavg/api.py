@@ -333,8 +333,14 @@ def minimize(
             os.makedirs(checkpoint_dir, exist_ok=True)
             settings = json.dumps(_settings(cfg))
             pending = min((stop // every + 1) * every, rounds)  # the next checkpoint: released before it
-            np.savez(ckpt + ".tmp.npz", **state.to_arrays(), settings=np.array(settings), pending=np.array(pending))
-            os.replace(ckpt + ".tmp.npz", ckpt)
+            tmp = ckpt + ".tmp.npz"
+            try:
+                np.savez(tmp, **state.to_arrays(), settings=np.array(settings), pending=np.array(pending))
+                os.replace(tmp, ckpt)
+            except BaseException:  # Ctrl-C mid-write: the last whole checkpoint stays, no half-written file
+                if os.path.exists(tmp):
+                    os.remove(tmp)
+                raise
             comm.barrier()
 
     x_nodes = comm.allgather(state.averages(cfg))  # (R, n, d)
