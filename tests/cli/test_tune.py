@@ -200,3 +200,33 @@ def test_the_data_warnings_come_after_the_search_and_a_refusal_is_one_line(root,
     assert main([*argv, "--quiet", "--out", "warned.json"]) == 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("dpopt tune: warning: no --bounds declared for numeric column(s) hours")
+
+
+def test_a_report_that_cannot_be_written_leaves_neither_file(root, capsys, monkeypatch, tmp_path):
+    # the report was written in place before the model: a failure between them left one file without the other
+    import os
+
+    out, replace = tmp_path / "r.json", os.replace
+
+    def refused(src, dst):  # the report's last step fails, after the model was saved
+        if str(dst) == str(out):
+            raise PermissionError(13, "Permission denied")
+        replace(src, dst)
+
+    monkeypatch.chdir(root)
+    monkeypatch.setattr(os, "replace", refused)
+    argv = [*BASE, "--space", "regularization=1e-4:1e-1:log", "--epsilon", "1", "--out", str(out)]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.splitlines()[-1].startswith(f"dpopt tune: error: cannot write the report to {out}")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_output_folder_that_is_not_writable_is_refused_before_any_work(root, capsys, monkeypatch):
+    import os
+
+    monkeypatch.chdir(root)
+    monkeypatch.setattr(os, "access", lambda path, mode: str(path) != "locked")
+    argv = [*BASE, "--space", "regularization=1e-4:1e-1:log", "--epsilon", "1", "--out", "locked/r.json"]
+    os.makedirs("locked", exist_ok=True)
+    assert main(argv) == 2
+    assert capsys.readouterr().err.splitlines() == ["dpopt tune: error: --out folder 'locked' is not writable"]

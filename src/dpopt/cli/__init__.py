@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from pathlib import Path
 
@@ -42,6 +43,8 @@ def check_out(option: str, path) -> None:
         raise UserError(f"{option} folder {str(folder)!r} does not exist")
     if path.is_dir():
         raise UserError(f"{option} {str(path)!r} is a folder: give a file name inside it")
+    if not os.access(folder, os.W_OK | os.X_OK):  # found now, not after the budget is spent
+        raise UserError(f"{option} folder {str(folder)!r} is not writable")
 
 
 class Parser(argparse.ArgumentParser):

@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import warnings
 from pathlib import Path
 
@@ -230,13 +231,20 @@ def run(args) -> int:
         ],
         "rows_read": rows_read,
     }
-    try:
-        out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise UserError(f"cannot write the report to {out}: {exc}") from None
-    if model_out is not None:
+    if model_out is not None:  # (written whole or not at all)
         disclosed = disclosures(schema, int(X.shape[0]), args.missing == "drop")
         save_fitted(args, model_out, search.best_estimator_, schema, X, search.privacy_record(), disclosed)
+    tmp = out.with_name(f".{out.name}.tmp")
+    try:  # the report whole, or neither file: a model without its report (or half a report) is no result
+        tmp.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+        os.replace(tmp, out)
+    except BaseException as exc:
+        tmp.unlink(missing_ok=True)
+        if model_out is not None:
+            model_out.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise UserError(f"cannot write the report to {out}: {exc}") from None
+        raise
     if not args.quiet:
         params = ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
                            for k, v in search.best_params_.items())
