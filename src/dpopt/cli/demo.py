@@ -61,7 +61,8 @@ def register(sub) -> None:
         default=list(DEFAULT_EPSILONS),
         help="privacy budgets (default 0.1 0.4 1.6)",
     )
-    p.add_argument("--methods", nargs="+", default=[m.name for m in DEFAULT_METHODS], help="methods to fit")
+    p.add_argument("--methods", nargs="+", default=[m.name for m in DEFAULT_METHODS],
+                   help=f"methods to fit (default {' '.join(m.name for m in DEFAULT_METHODS)})")
     p.add_argument("--delta", type=float, default=DEFAULT_DELTA, help="delta for (ε, δ) methods (default 1e-8)")
     p.add_argument("--seed", type=int, default=0, help="seed of the privacy noise (default 0)")
     p.add_argument("--quiet", action="store_true", help="no progress output")

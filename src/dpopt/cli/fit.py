@@ -67,10 +67,10 @@ def register(sub) -> None:
         "--method",
         default="auto",
         metavar="M",
-        help="optimizer: auto (the measured table: objpert or the private majority when delta = 0; "
+        help="optimizer: auto (the default; the measured table: objpert or the private majority when delta = 0; "
         "dp-sgd, dp-blsgd or the private majority by a released record count when delta > 0) or one of "
         "dp-gd dp-hb dp-nag dp-nag-opt dp-masg dp-masg-opt (pure ε-DP), dp-blsgd dp-blgd dp-blsgd-ac dp-sgd "
-        "dp-agd (need --delta > 0), objpert outpert",
+        "dp-agd (need --delta > 0), objpert outpert majority",
     )
     p.add_argument("--model", default="logistic", metavar="KIND", help="logistic (default) or huber-svc")
     p.add_argument(

@@ -82,8 +82,8 @@ def register(sub) -> None:
                    help="delta of each private training fit, in [0, 1) (default 0: pure epsilon-DP fits); "
                    "> 0 for the (epsilon, delta) methods (dp-blsgd, dp-sgd, dp-agd, ...)")
     p.add_argument("--method", default="auto", metavar="M",
-                   help="optimizer of the private estimator (as dpopt fit; the (epsilon, delta) methods need "
-                   "--train-delta > 0)")
+                   help="optimizer of the private estimator (as dpopt fit, default auto; the (epsilon, delta) "
+                   "methods need --train-delta > 0)")
     p.add_argument("--secure-noise", action="store_true",
                    help="floating-point-safe releases (exact discrete noise from the OS CSPRNG, same epsilon); "
                    "with a dpopt estimator its fits too (a --method that accepts it, e.g. dp-gd)")
