@@ -118,6 +118,9 @@ def test_tune_algorithm_3_with_sklearn_protects_validation_only(root, capsys, mo
      "unknown --method 'dp-blsg'; choose auto or one of dp-gd"),
     (["--space", "regularization=1e-4:1e-1:log", "--epsilon", "1", "--train-epsilon", "1e-9"],
      "--train-epsilon must be in [1e-08, 1e+08]"),
+    # a BudgetExceededError traceback (refused before anything was released)
+    (["--space", "regularization=1e-4:1e-1:log", "--epsilon", "1", "--train-epsilon", "1e-3", "--train-delta", "1e-6",
+      "--method", "dp-blsgd"], "nothing was released: at delta=1e-06 Renyi-DP accounting states no epsilon below"),
 ])
 def test_tune_errors_are_one_line(root, capsys, monkeypatch, extra, message):
     monkeypatch.chdir(root)

@@ -92,6 +92,13 @@ def main(argv=None) -> int:
     except UserError as exc:
         print(f"dpopt {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except RuntimeError as exc:  # a budget too small for the run: refused before anything is released
+        from ..privacy import BudgetExceededError
+
+        if not isinstance(exc, BudgetExceededError):
+            raise
+        print(f"dpopt {args.command}: error: {exc}", file=sys.stderr)
+        return 2
     except ModuleNotFoundError as exc:  # an optional module only some of a command's options need
         if (exc.name or "").split(".")[0] not in EXTRAS:
             raise
