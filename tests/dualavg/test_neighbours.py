@@ -242,3 +242,20 @@ def test_a_secure_resume_refuses_a_bad_stride_before_charging_its_rounds_again(t
         dualavg.minimize(shards, rounds=4, checkpoint_dir=str(tmp_path), resume=True, ledger=ledger, **kw,
                          **{option: 0})
     assert ledger.events == []
+
+
+@pytest.mark.parametrize("stride", ["checkpoint_every", "record_every"])
+def test_a_run_its_ledger_cannot_pay_in_full_is_refused_before_its_first_block(tmp_path, stride):
+    """The caller's ledger was charged block by block: at epsilon 6, 40 rounds of sigma 2 in blocks of 5 ran 3
+    blocks (15 rounds on the wire, 5.34 charged, a checkpoint written) and were refused at the 4th, the error
+    saying 'nothing was released'.  The whole run is checked first: refused with the ledger untouched."""
+    from dpopt.privacy import BudgetExceededError, Ledger
+
+    ledger = Ledger(6.0, 1e-5, "rdp", relation="replace_one")
+    with pytest.raises(BudgetExceededError, match="nothing was released"):
+        dualavg.minimize(make_shards(n=3, q=10, d=2), sigma=2.0, iota=1.0, rounds=40, seed=0, ledger=ledger,
+                         checkpoint_dir=str(tmp_path), **{stride: 5})
+    assert ledger.events == [] and list(tmp_path.iterdir()) == []
+    result = dualavg.minimize(make_shards(n=3, q=10, d=2), sigma=2.0, iota=1.0, rounds=15, seed=0, ledger=ledger,
+                              checkpoint_dir=str(tmp_path), **{stride: 5})  # what it can pay runs, block by block
+    assert len(ledger.events) == 3 and result.x.shape == (2,)

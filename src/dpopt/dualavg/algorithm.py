@@ -31,6 +31,7 @@ iterates (and every rank knows every node's noise).
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -320,6 +321,22 @@ def charge_rounds_again(cfg: Config, nodes, state: NodeState, round_events: list
         state.parent.charge(_charged(cfg, round_events[int(np.argmin(cfg.sizes))], count))
     for ledger, i in zip(state.node_ledgers, nodes, strict=True):
         ledger.charge(_charged(cfg, round_events[int(i)], count))
+
+
+def check_charges(cfg: Config, nodes, state: NodeState, round_events: list, counts) -> None:
+    """Charge copies of the record holder's and the nodes' ledgers with blocks of ``counts`` rounds, in the order
+    :func:`charge_rounds_again` and :func:`run_block` charge them: a run they cannot pay in full is refused
+    (``BudgetExceededError``) before its first block, not at the block that overspends after the blocks before
+    it have put their messages on the wire."""
+    if cfg.sigma <= 0:
+        return
+    parent = None if state.parent is None else copy.deepcopy(state.parent)
+    ledgers = [copy.deepcopy(ledger) for ledger in state.node_ledgers]
+    for count in counts:
+        for ledger, i in zip(ledgers, nodes, strict=True):
+            ledger.charge(_charged(cfg, round_events[int(i)], count))
+        if parent is not None:
+            parent.charge(_charged(cfg, round_events[int(np.argmin(cfg.sizes))], count))
 
 
 def run_block(cfg: Config, comm, shards: list, state: NodeState, stop: int, round_events: list) -> NodeState:

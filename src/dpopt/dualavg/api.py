@@ -16,7 +16,7 @@ from ..privacy.calibration import run_accountant
 from ..privacy.mechanisms import check_ledger
 from ..result import DPResult
 from . import accounting
-from .algorithm import Config, NodeState, charge_rounds_again, local_objective_sum, run_block
+from .algorithm import Config, NodeState, charge_rounds_again, check_charges, local_objective_sum, run_block
 from .comm import SimulatedComm
 from .graphs import supergraph
 from .problem import LOSSES, check_shard
@@ -280,6 +280,7 @@ def minimize(
 
     # ---- state: fresh or resumed ---------------------------------------------------------
     ckpt = None if checkpoint_dir is None else checkpoint_path(checkpoint_dir, int(comm.nodes[0]), n)
+    replay = 0  # rounds a secure resume releases again with fresh noise
     if resume:
         if ckpt is None or not os.path.exists(ckpt):
             raise ValueError(f"resume=True needs an existing checkpoint in checkpoint_dir, missing {ckpt}")
@@ -304,8 +305,8 @@ def minimize(
                     f"resume=True replays rounds {state.t + 1}..{pending}, which the interrupted run may have "
                     f"released: give the settings the checkpoint was written with ({', '.join(changed)} differ)"
                 )
-            if secure_noise:  # fresh noise on released rounds: charged again, before anything is released
-                charge_rounds_again(cfg, comm.nodes, state, round_events, pending - state.t)
+            if secure_noise:  # fresh noise on released rounds: charged again (below), before anything is released
+                replay = pending - state.t
     else:
         entropy = comm.broadcast(np.random.SeedSequence(seed).entropy)  # the public plan's, on every holder
         own = entropy if seed is not None else np.random.SeedSequence().entropy  # sampling and noise: never sent
@@ -321,6 +322,12 @@ def minimize(
         | (set(range(rec, rounds + 1, rec)) if rec else set())
         | {rounds}
     )
+    if private:  # the whole run (the replayed rounds, then every block) paid for before its first release
+        ends = [stop for stop in stops if stop > state.t]
+        check_charges(cfg, comm.nodes, state, round_events,
+                      [replay] * bool(replay) + np.diff([state.t, *ends]).tolist())
+    if replay:
+        charge_rounds_again(cfg, comm.nodes, state, round_events, replay)
     for stop in stops:
         if stop <= state.t:
             continue
