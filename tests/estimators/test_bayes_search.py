@@ -654,3 +654,22 @@ def test_a_pure_ledger_of_another_relation_is_refused_before_anything_is_spent(d
     with pytest.raises(ValueError, match=r"^ledger.relation must be 'replace_one' for the search"):
         search.fit(*data)
     assert not book.events
+
+
+@pytest.mark.parametrize("mlp", [False, True])
+def test_bounds_of_another_length_are_refused_before_anything_is_spent(data, mlp):
+    """``bounds`` that do not match the features are refused before any fit: before, the search charged the first
+    fit, which then raised (1 event; DPMLPClassifier's was numpy's broadcasting error, not one line)."""
+    if mlp:
+        pytest.importorskip("torch")
+        from dpopt.estimators import DPMLPClassifier
+
+        cls, space = DPMLPClassifier, {"learning_rate": [0.01, 0.1]}
+        estimator = DPMLPClassifier(epsilon=0.5, delta=1e-6, bounds=(0.0, [1.0, 2.0]), classes=[0, 1])
+        book = Ledger(50.0, 1e-3, "approx", relation="replace_one")
+    else:
+        cls, space = DPLogisticRegression, {"regularization": [1e-3, 1e-2]}
+        estimator = DPLogisticRegression(epsilon=0.5, bounds=(0.0, [1.0, 2.0]), classes=[0, 1], random_state=0)
+        book = Ledger(50.0, relation="replace_one")
+    search = DPBayesSearchCV(estimator, space, epsilon=1.0, n_iter=2, ledger=book, random_state=0)
+    _refused_before_any_fit(search, data, cls, r"^bounds must be scalars or arrays of length 5 \(the number of ")

@@ -352,18 +352,16 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
         take = (lambda idx: X.iloc[idx]) if hasattr(X, "iloc") else (lambda idx: X[idx])
         X_tr, y_tr, X_val, y_val = take(train), y[train], take(val), y[val]
         if private:
-            # what a fit refuses from the training labels (not class labels, one outside the declared classes),
-            # before anything is spent: the first fit raised it after the search had charged that fit
+            # what a fit refuses from the training labels and the feature count (not class labels, a label outside
+            # the declared classes, bounds of another length), before anything is spent: the first fit raised it
+            # after the search had charged that fit
             check_classification_targets(y_tr)
-            if hasattr(self.estimator, "_label_set"):
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")  # a label set read from the data is warned by the first fit
-                    self.estimator._label_set(y_tr)
+            n_classes = self.estimator._check_data(X_tr, y_tr) if hasattr(self.estimator, "_check_data") else None
         if private and hasattr(self.estimator, "_check_sizes"):
-            # what a fit refuses from the data's shape and label set (an MLP too large to train), for every
-            # candidate before anything is spent: raised at a visit, it told which candidates GP-UCB visited
+            # and for every candidate, what depends on it (an MLP too large to train): raised at a visit, it told
+            # which candidates GP-UCB visited
             for i in range(len(candidates)):
-                clone(self.estimator).set_params(**candidates.params(i))._check_sizes(X_tr.shape[1], y_tr)
+                clone(self.estimator).set_params(**candidates.params(i))._check_sizes(X_tr.shape[1], n_classes)
 
         if alg3:
             lam, slope = self._alg3_setup(candidates, len(train))

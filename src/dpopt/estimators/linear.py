@@ -333,6 +333,21 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"y has a label outside the declared classes {classes.tolist()}; declare every label")
         return classes, []
 
+    def _check_data(self, X, y) -> int:
+        """What :meth:`fit` refuses from the data's labels and feature count alone (targets that are not class
+        labels, a label outside the declared classes, ``bounds`` of another length or too large), without
+        fitting, changing this estimator or warning; returns the number of classes.
+        :class:`~dpopt.estimators.DPBayesSearchCV` checks it before anything is spent (refused in the first
+        fit, it came after the search had charged that fit)."""
+        check_classification_targets(y)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a label set read from y is warned by the fit itself
+            classes, _ = self._label_set(np.asarray(y))
+        box = self._box(np.shape(X)[1])
+        if self.data_norm is None and box is not None:
+            check_in(_ROW_BOUND, _row_bound_of_box(*box), *ROW_BOUND_RANGE)
+        return len(classes)
+
     def _row_bound(self, X: np.ndarray) -> list[str]:
         """Set ``row_bound_`` (declared, or the data's largest row norm with a warning); return disclosures."""
         if self.data_norm is not None:

@@ -163,9 +163,7 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
     # -- preprocessing (per record, no privacy cost) -------------------------------------
     def _prepare(self, X: np.ndarray) -> np.ndarray:
         if self.bounds is not None:
-            lower, upper = (np.broadcast_to(np.asarray(b, dtype=float), (X.shape[1],)) for b in self.bounds)
-            if not (np.all(np.isfinite(lower)) and np.all(np.isfinite(upper)) and np.all(lower < upper)):
-                raise ValueError("bounds must be finite with lower < upper for every feature")
+            lower, upper = self._box(X.shape[1])
             # in halves: 2(x - lo)/(hi - lo) overflowed for a record near hi once hi - lo > 9e307 (a warning,
             # then inf, refused in float32) on the neighbour holding it only
             lo, hi = 0.5 * lower, 0.5 * upper
@@ -180,6 +178,7 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
     # (labels outside it refused) or read from y with a PrivacyLeakWarning and listed in ``disclosed_``
     __sklearn_clone__ = _DPLinearClassifier.__sklearn_clone__
     _label_set = _DPLinearClassifier._label_set
+    _box = _DPLinearClassifier._box  # validated (lower, upper) broadcast to the d features, or None
 
     @staticmethod
     def _guarantee_relation() -> str:
@@ -222,16 +221,24 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"hidden_layer_sizes must be integers >= 1, got {self.hidden_layer_sizes!r}")
         return epsilon, delta, hidden
 
-    def _check_sizes(self, n_features: int, y) -> None:
-        """Refuse (one line) a network that cannot be trained on ``n_features`` features and the label set of
-        ``y`` (declared, or read from ``y`` as :meth:`fit` reads it), before anything is charged:
-        :class:`~dpopt.estimators.DPBayesSearchCV` checks every candidate with its training labels up front (a
-        ``hidden_layer_sizes`` candidate too large raised only when GP-UCB visited it, after fits had spent)."""
-        hidden = self._check_params()[2]
+    def _check_data(self, X, y) -> int:
+        """What :meth:`fit` refuses from the data's labels and feature count alone (as the linear estimators'
+        ``_check_data``: a label outside the declared classes, ``bounds`` of another length, a network too large),
+        without fitting or warning; returns the number of classes (:class:`~dpopt.estimators.DPBayesSearchCV`
+        checks it before anything is spent)."""
+        check_classification_targets(y)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # a label set read from y is warned by the fit itself
             classes, _ = self._label_set(np.asarray(y))
-        _check_memory(int(n_features), hidden, len(classes))
+        self._box(np.shape(X)[1])
+        self._check_sizes(np.shape(X)[1], len(classes))
+        return len(classes)
+
+    def _check_sizes(self, n_features: int, n_classes: int) -> None:
+        """Refuse (one line) a network that cannot be trained on ``n_features`` features and ``n_classes``
+        classes: :class:`~dpopt.estimators.DPBayesSearchCV` checks every candidate up front (a
+        ``hidden_layer_sizes`` candidate too large raised only when GP-UCB visited it, after fits had spent)."""
+        _check_memory(int(n_features), self._check_params()[2], int(n_classes))
 
     def fit(self, X, y):
         """Train privately on (X, y); spends (``epsilon``, ``delta``) in total."""
@@ -243,6 +250,7 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         classes, disclosed = self._label_set(y)
+        self._box(X.shape[1])  # bounds of another length: one line, before anything is charged
         _check_memory(X.shape[1], hidden, len(classes))  # (_check_sizes, with the label set read once)
         rng = as_generator(self.random_state, "random_state")
         net = _mlp(X.shape[1], hidden, len(classes), self.activation, int(rng.integers(2**31 - 1)))
