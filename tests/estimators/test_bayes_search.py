@@ -673,3 +673,16 @@ def test_bounds_of_another_length_are_refused_before_anything_is_spent(data, mlp
         book = Ledger(50.0, relation="replace_one")
     search = DPBayesSearchCV(estimator, space, epsilon=1.0, n_iter=2, ledger=book, random_state=0)
     _refused_before_any_fit(search, data, cls, r"^bounds must be scalars or arrays of length 5 \(the number of ")
+
+
+@pytest.mark.parametrize("name", ["refit", "secure_noise"])
+def test_a_flag_that_is_not_a_bool_is_refused_before_anything_is_spent(data, name):
+    """refit='no' is truthy: the search refitted (one more charged fit, a released model); secure_noise='no' turned
+    exact noise on.  Both are refused in one line before any fit."""
+    book = Ledger(50.0, relation="replace_one")
+    search = DPBayesSearchCV(DPLogisticRegression(epsilon=0.5, data_norm=1.0, classes=[0, 1], random_state=0),
+                             {"regularization": [1e-3, 1e-2]}, epsilon=1.0, n_iter=2, ledger=book, random_state=0,
+                             **{name: "no"})
+    with pytest.raises(TypeError, match=f"^{name} must be True or False, got str"):
+        search.fit(*data)
+    assert not book.events

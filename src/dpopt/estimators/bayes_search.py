@@ -63,7 +63,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import as_generator, check_finite_array, check_int, check_positive
+from .._validation import as_generator, check_bool, check_finite_array, check_int, check_positive
 from ..bayesopt import CandidateSet, check_steps, optimize
 from ..privacy import BudgetExceededError, Ledger, budget_for
 from ..privacy import events as ev
@@ -321,6 +321,8 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
         if private or alg3:  # they refuse a NaN or infinite row: refused here, before anything is spent
             check_finite_array("X", X, ndim=2)
         epsilon = check_positive("epsilon", self.epsilon)
+        check_bool("refit", self.refit)  # 'no' is truthy: it refitted, one more charged fit
+        check_bool("secure_noise", self.secure_noise)
         n_iter = check_steps("n_iter", self.n_iter)  # at most MAX_STEPS: 10**9 ran silently until killed
         rng = as_generator(self.random_state, "random_state")
         seed = int(rng.integers(2**31))
