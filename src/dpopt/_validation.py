@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib.util
 import math
 import numbers
+import os
+import tempfile
 
 import numpy as np
 
@@ -172,3 +174,15 @@ def require(what: str, modules) -> None:
     missing = missing_modules(modules)
     if missing:
         raise ModuleNotFoundError(f"{what} {install_hint(missing)}", name=missing[0])
+
+
+def can_write_into(folder) -> str | None:
+    """``None`` if a file can be created in ``folder``, else why not (the OS's words).  Tried, not asked:
+    ``os.access`` says yes to root on any file system not mounted read-only (e.g. /sys)."""
+    try:
+        fd, path = tempfile.mkstemp(prefix=".dpopt-probe-", dir=folder)
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    os.close(fd)
+    os.unlink(path)
+    return None

@@ -184,3 +184,22 @@ def _main(argv) -> int:
         return main(argv)
     except SystemExit as exc:  # argparse's own errors
         return exc.code
+
+
+def test_an_out_folder_that_cannot_be_written_is_refused_before_running(tmp_path, monkeypatch, capsys):
+    # --out /sys/x ran the experiment and ended in mkdtemp's PermissionError traceback: os.access said yes (root)
+    import tempfile
+
+    mkstemp = tempfile.mkstemp
+
+    def locked(*args, dir=None, **kwargs):
+        if str(dir) == "locked":
+            raise PermissionError(13, "Permission denied")
+        return mkstemp(*args, dir=dir, **kwargs)
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "locked").mkdir()
+    monkeypatch.setattr(tempfile, "mkstemp", locked)
+    assert _main(["reproduce", "han2014", "--quick", "--out", "locked/run"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "dpopt reproduce: error: --out: no permission to write into 'locked' (Permission denied)"]

@@ -225,11 +225,21 @@ def test_a_report_that_cannot_be_written_leaves_neither_file(root, capsys, monke
 
 
 def test_an_output_folder_that_is_not_writable_is_refused_before_any_work(root, capsys, monkeypatch):
+    # --out /sys/r.json ran the whole search and then failed to write (os.access says yes to root there)
     import os
+    import tempfile
+
+    mkstemp = tempfile.mkstemp
+
+    def locked(*args, dir=None, **kwargs):
+        if str(dir) == "locked":
+            raise PermissionError(13, "Permission denied")
+        return mkstemp(*args, dir=dir, **kwargs)
 
     monkeypatch.chdir(root)
-    monkeypatch.setattr(os, "access", lambda path, mode: str(path) != "locked")
-    argv = [*BASE, "--space", "regularization=1e-4:1e-1:log", "--epsilon", "1", "--out", "locked/r.json"]
     os.makedirs("locked", exist_ok=True)
+    monkeypatch.setattr(tempfile, "mkstemp", locked)
+    argv = [*BASE, "--space", "regularization=1e-4:1e-1:log", "--epsilon", "1", "--out", "locked/r.json"]
     assert main(argv) == 2
-    assert capsys.readouterr().err.splitlines() == ["dpopt tune: error: --out folder 'locked' is not writable"]
+    assert capsys.readouterr().err.splitlines() == [
+        "dpopt tune: error: --out folder 'locked' is not writable (Permission denied)"]

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import sys
 from pathlib import Path
 
-from .._validation import EXTRAS, install_hint, missing_modules
+from .._validation import EXTRAS, can_write_into, install_hint, missing_modules
 
 __all__ = ["main", "UserError", "build_parser", "check_out", "Parser", "FIRST_PROGRESS"]
 
@@ -43,8 +42,9 @@ def check_out(option: str, path) -> None:
         raise UserError(f"{option} folder {str(folder)!r} does not exist")
     if path.is_dir():
         raise UserError(f"{option} {str(path)!r} is a folder: give a file name inside it")
-    if not os.access(folder, os.W_OK | os.X_OK):  # found now, not after the budget is spent
-        raise UserError(f"{option} folder {str(folder)!r} is not writable")
+    why = can_write_into(folder)  # found now, not after the budget is spent
+    if why is not None:
+        raise UserError(f"{option} folder {str(folder)!r} is not writable ({why})")
 
 
 class Parser(argparse.ArgumentParser):

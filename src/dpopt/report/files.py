@@ -15,6 +15,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from .._validation import can_write_into
+
 __all__ = ["check_output_dir", "atomic_output", "written_files", "write_csv", "read_csv"]
 
 
@@ -35,8 +37,9 @@ def check_output_dir(out: str | os.PathLike) -> Path:
         ancestor = ancestor.parent
     if not ancestor.is_dir():
         raise ValueError(f"out: {str(ancestor)!r} is not a folder, so {str(out)!r} cannot be created")
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        raise ValueError(f"out: no permission to write into {str(ancestor)!r}")
+    why = can_write_into(ancestor)
+    if why is not None:
+        raise ValueError(f"out: no permission to write into {str(ancestor)!r} ({why})")
     return out
 
 
