@@ -686,3 +686,20 @@ def test_a_flag_that_is_not_a_bool_is_refused_before_anything_is_spent(data, nam
     with pytest.raises(TypeError, match=f"^{name} must be True or False, got str"):
         search.fit(*data)
     assert not book.events
+
+
+@pytest.mark.parametrize("scoring", ["accuracy", "roc_auc"])
+def test_a_validation_label_outside_the_declared_classes_is_refused_before_anything_is_spent(data, scoring):
+    """The estimator's declared classes are every label that can occur: a validation row labelled 2 was scored as a
+    wrong prediction (accuracy: the search ran, 7 events) or raised in the scorer (roc_auc: 'multi_class must be
+    in ...', after the first fit was charged, 1 event), where the same label on a training row is refused up front."""
+    X, y = data
+    labels = y.astype(float)
+    labels[_validation_rows(len(y), 0)[0]] = 2
+    book = Ledger(50.0, relation="replace_one")
+    search = DPBayesSearchCV(DPLogisticRegression(epsilon=0.5, data_norm=1.0, classes=[0, 1], random_state=0),
+                             {"regularization": [1e-3, 1e-2]}, epsilon=1.0, n_iter=2, ledger=book, random_state=0,
+                             scoring=scoring)
+    _refused_before_any_fit(search, (X, labels), DPLogisticRegression,
+                            r"^y has a label outside the declared classes \[0, 1\]")
+

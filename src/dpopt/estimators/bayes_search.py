@@ -356,9 +356,12 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
         if private:
             # what a fit refuses from the training labels and the feature count (not class labels, a label outside
             # the declared classes, bounds of another length), before anything is spent: the first fit raised it
-            # after the search had charged that fit
-            check_classification_targets(y_tr)
+            # after the search had charged that fit; a validation label too (the scorer raised on it after that
+            # charge, or counted it wrong), where the estimator declares its classes
+            check_classification_targets(y)
             n_classes = self.estimator._check_data(X_tr, y_tr) if hasattr(self.estimator, "_check_data") else None
+            if n_classes is not None and self.estimator.get_params().get("classes") is not None:
+                self.estimator._check_data(X_val, y_val)
         if private and hasattr(self.estimator, "_check_sizes"):
             # and for every candidate, what depends on it (an MLP too large to train): raised at a visit, it told
             # which candidates GP-UCB visited
