@@ -703,3 +703,24 @@ def test_a_validation_label_outside_the_declared_classes_is_refused_before_anyth
     _refused_before_any_fit(search, (X, labels), DPLogisticRegression,
                             r"^y has a label outside the declared classes \[0, 1\]")
 
+
+@pytest.mark.parametrize("scoring", ["neg_log_loss", "roc_auc"])
+def test_a_scorer_that_refuses_the_validation_part_does_not_stop_the_search(data, scoring):
+    """A validation row whose label the fits never saw (classes read from the training part): neg_log_loss ('y_true
+    and y_prob contain different number of classes') and roc_auc raised after the first fit was charged (1 event),
+    on that validation set only; its neighbour with the row labelled 1 ran the whole search (6 events).  The score
+    counts as prior_mean, as a score that is not finite does, and both run the same search."""
+    X, y = data
+    records = []
+    for label in (2, 1):
+        labels = y.copy()
+        labels[_validation_rows(len(y), 0)[0]] = label
+        book = Ledger(50.0, relation="replace_one")
+        search = DPBayesSearchCV(DPLogisticRegression(epsilon=0.5, data_norm=1.0, random_state=0),
+                                 {"regularization": [1e-3, 1e-2]}, epsilon=1.0, n_iter=2, ledger=book, random_state=0,
+                                 scoring=scoring)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)  # (the label set is read from the training part)
+            search.fit(X, labels)
+        records.append([e.to_dict() for e in book.events])
+    assert records[0] == records[1] and len(records[0]) == 6

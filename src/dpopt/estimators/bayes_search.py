@@ -209,7 +209,8 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
         random split, or ``cv=(train_index, validation_index)``.
     scoring:
         A scikit-learn scorer name (default ``"accuracy"``); Algorithm 3 uses its
-        own Lipschitz gain instead.  A score that is not finite counts as ``prior_mean``.
+        own Lipschitz gain instead.  A score that is not finite, or that the scorer refuses
+        (``ValueError``: a validation label the fits never saw), counts as ``prior_mean``.
     k1, noise_std, kernel, length_scale, prior_mean, A, tau:
         See :func:`dpopt.bayesopt.optimize`; ``prior_mean`` is the GP's fixed
         prior mean of the score (0.5 suits accuracies).
@@ -437,7 +438,8 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
             rows, so nothing here may depend on it beyond the gain: a private fit runs (and is charged) at
             every step, a visit again included; warnings are shown for the first step's fit only (candidate
             0, fixed before any gain is seen), never for the scoring, which reads the validation rows.  Nor may
-            it raise: a score that is not finite (roc_auc of a validation part holding one class) counts as
+            it raise: a score that is not finite (roc_auc of a validation part holding one class), or a scorer's
+            ``ValueError`` (neg_log_loss or roc_auc of a validation label the fits never saw), counts as
             ``prior_mean`` (validated before the first step), as no score was seen; raised, it told the
             validation rows apart after the first fit had been charged."""
             if i not in cache or private:
@@ -447,7 +449,10 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
                     model = make(i, summary)
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    value = float(gain(model, X_val, y_val))
+                    try:
+                        value = float(gain(model, X_val, y_val))
+                    except ValueError:  # a scorer refusing the validation part (a label the fits never saw)
+                        value = np.nan
                 cache[i] = value if np.isfinite(value) else float(self.prior_mean)
             steps.append(i)
             return cache[i]
