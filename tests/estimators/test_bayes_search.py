@@ -724,3 +724,34 @@ def test_a_scorer_that_refuses_the_validation_part_does_not_stop_the_search(data
             search.fit(X, labels)
         records.append([e.to_dict() for e in book.events])
     assert records[0] == records[1] and len(records[0]) == 6
+
+
+class _ThirdPartyPureAddRemove(LogisticRegression):
+    """A pure epsilon-DP estimator under add/remove that reports its own events (a Laplace count, sensitivity 1)."""
+
+    privacy_record = None
+
+    def __init__(self, epsilon=0.5, C=1.0):
+        super().__init__(C=C)
+        self.epsilon = epsilon
+
+    def _guarantee_relation(self):
+        return "add_remove"
+
+    def fit(self, X, y):
+        super().fit(X, y)
+        self.privacy_events_ = [ev.Laplace(1.0 / self.epsilon, 1.0)]
+        return self
+
+
+def test_the_refit_of_a_pure_add_remove_estimator_is_charged_twice_its_epsilon(data):
+    """9dbf0f0 charged the fits along the search PureDP(2 eps) for a pure add/remove estimator and budgeted the refit
+    alike, but the refit charged the estimator's own events: Laplace(2, 1), epsilon 0.5 under add/remove, recorded
+    as 0.5 on the replace-one ledger where one replaced record costs 1.0 (the search spent 3.5 of the 4.0 it
+    stated).  The refit is charged the search's event, as an (epsilon, delta) estimator's is."""
+    book = Ledger(50.0, relation="replace_one")
+    search = DPBayesSearchCV(_ThirdPartyPureAddRemove(), {"C": [1.0, 10.0]}, epsilon=1.0, n_iter=2, ledger=book,
+                             random_state=0)
+    search.fit(*data)
+    assert book.events[-1] == ev.PureDP(1.0)
+    assert book.spent().epsilon == pytest.approx(4.0)

@@ -474,8 +474,9 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
             "released": np.arange(len(candidates)) == self.best_index_,
         }
         self.ledger_ = book
-        if self.refit:  # the released candidate: its own events for a pure fit, one ApproxDP for an (ε, δ) one
-            self.best_estimator_ = make(self.best_index_, summary if approx else None)
+        if self.refit:  # the released candidate: its own events for a pure replace-one fit, else the search's event
+            own = private and not approx and _relation(self.estimator) == RELATION  # (else its events state add/remove)
+            self.best_estimator_ = make(self.best_index_, None if own else summary)
         self.privacy_ = {
             "epsilon": book.spent().epsilon,
             "delta_ledger": book.spent().delta,
@@ -497,8 +498,8 @@ class DPBayesSearchCV(MetaEstimatorMixin, BaseEstimator):
         The estimators' repeated-fit warning is silenced: here the ledger
         composes every fit.
 
-        ``summary`` (:func:`_fit_event`, for the fits along the search and an
-        (ε, δ) estimator's refit): ``book`` is charged that one event — the same
+        ``summary`` (:func:`_fit_event`, for the fits along the search and the refit of an
+        (ε, δ) or add/remove estimator): ``book`` is charged that one event — the same
         whatever the candidate, where the fit's own events (objpert's,
         DP-AGD's) depend on its hyper-parameters and would tell which
         candidates were visited — *before* the fit: a fit that raises may have
