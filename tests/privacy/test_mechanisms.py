@@ -419,3 +419,20 @@ def test_release_charged_refuses_a_non_finite_value_before_charging():
     with pytest.raises(BudgetExceededError):
         mech.release_charged(np.zeros(2), ev.Laplace(0.01, 1.0), ev.Laplace(0.01, 1.0), ledger=ledger, rng=state)
     assert ledger.events == [] and state.bit_generator.state == before
+
+
+def test_release_charged_refuses_a_charge_that_is_not_the_release_s_event():
+    """release_charged trusted its caller that ``charged`` is ``event`` (or its sampler's wrapping of it): charged a
+    Laplace of epsilon 0.001, it released the noise of a Laplace of epsilon 1000.  Another event is refused before
+    anything is charged or drawn."""
+    ledger, state = Ledger(10.0), rng(4)
+    before = state.bit_generator.state
+    release = ev.Laplace(0.001, 1.0)
+    for charged in (ev.Laplace(1000.0, 1.0), ev.Subsampled(ev.Laplace(1000.0, 1.0), 0.1, "poisson"),
+                    ev.PureDP(0.001)):
+        with pytest.raises(ValueError, match=r"^charged must be the released event or its sampler's wrapping"):
+            mech.release_charged(np.zeros(2), release, charged, ledger=ledger, rng=state)
+    assert ledger.events == [] and state.bit_generator.state == before
+    wrapped = ev.Subsampled(ev.Laplace(1.0, 1.0), 0.1, "poisson")
+    mech.release_charged(np.zeros(2), ev.Laplace(1.0, 1.0), wrapped, ledger=ledger, rng=state)  # an equal event
+    assert ledger.events == [wrapped]

@@ -218,8 +218,11 @@ def release_charged(value: np.ndarray, event: ev.Event, charged: ev.Event, *, le
     (``sampler.wrap(event)``, or ``event`` itself without sampling), ``ledger`` a
     :class:`Ledger`, ``rng`` a Generator.  ``value`` (a float array) must be finite (``ValueError``
     before anything is charged); ``charged`` is charged, then the noise is drawn: the numbers of
-    :func:`release` with the same arguments.
+    :func:`release` with the same arguments.  A ``charged`` that is neither ``event`` nor a
+    :class:`~dpopt.privacy.events.Subsampled` of it is refused (``ValueError``, nothing charged or drawn).
     """
+    if charged != event and not (type(charged) is ev.Subsampled and charged.event == event):
+        raise ValueError("charged must be the released event or its sampler's wrapping of it (Subsampled)")
     if not np.logical_and.reduce(np.isfinite(value), axis=None):
         raise ValueError("value contains NaN or infinite value(s)")
     ledger.charge(charged)
