@@ -23,7 +23,7 @@ import numpy as np
 
 from ..privacy import Ledger
 from ..privacy.audit import AuditTarget
-from .algorithms import optimize
+from .algorithms import RELATION, optimize
 from .bounds import per_record_term, score_sensitivity_alg3
 from .space import CandidateSet
 
@@ -33,9 +33,8 @@ __all__ = ["ALG3_SETTING", "alg3_problem", "alg3_score_target", "alg3_lambda_tar
 ALG3_SETTING = {"epsilon": 1.0, "validation_size": 10, "lipschitz": 0.1, "g_star": 1.0,
                 "lambda_range": (0.5, 1.0), "n_iter": 4}
 
-#: The validation sets differ in one record (replace one; optimize refuses another relation); the tables are at
-#: Theorem 7's bound.
-RELATION = "replace_one"
+# The validation sets differ in one record (RELATION, replace one: optimize refuses another relation); the tables
+# are at Theorem 7's bound.
 
 
 def alg3_problem(n_candidates: int) -> tuple[CandidateSet, dict]:
