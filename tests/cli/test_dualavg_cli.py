@@ -74,6 +74,27 @@ def test_ctrl_c_of_an_mpi_run_is_one_line_and_leaves_no_summary(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow  # mpiexec and three ranks: 3-6 s
+def test_a_rank_that_refuses_its_shard_says_so_in_one_line(tmp_path):
+    # each refusing rank wrote 'rank i failed:' and its traceback, then a second traceback after MPI_Abort
+    import numpy as np
+
+    from dpopt.dualavg.shards import write_shards
+
+    pytest.importorskip("mpi4py", reason="the MPI back end needs the dpopt[mpi] extra")
+    if shutil.which("mpiexec", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")) is None:
+        pytest.skip("mpiexec (MPICH wheel of dpopt[mpi]) is not on PATH")
+    write_shards(tmp_path / "sh", [(np.full((10, 3), 0.1), np.ones(10))] * 3)
+    np.savez(tmp_path / "sh" / "node1.npz", X=np.full((10, 4), 0.1), y=np.ones(10))  # not the declared 3 features
+    cmd = [sys.executable, "-m", "dpopt", "dualavg", "--backend", "mpi", "--shards", "sh", "--epsilon", "1",
+           "--rounds", "5", "--out", "s.json"]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    ours = [line for line in proc.stderr.splitlines() if not line.startswith("Abort(2)")]  # (MPICH's own line)
+    assert ours == ["dpopt dualavg: rank 1 error: node 1: its shard has 4 features, not dim=3"]
+    assert not (tmp_path / "s.json").exists()
+
+
 @pytest.mark.parametrize(
     ("index", "expected"),
     [

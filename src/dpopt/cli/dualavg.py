@@ -260,14 +260,19 @@ def run(args, argv=None) -> int:
     except Exception as exc:
         from ..privacy import BudgetExceededError
 
+        refused = isinstance(exc, ValueError | TypeError | BudgetExceededError)  # (refused before any release)
         if comm is None:
-            if isinstance(exc, ValueError | TypeError | BudgetExceededError):  # (refused before any release)
+            if refused:
                 raise UserError(str(exc)) from None
             raise
-        # a failing rank takes the whole job down: never a silent partial model
-        sys.stderr.write(f"dpopt dualavg: rank {comm.rank} failed:\n{traceback.format_exc()}")
+        # a failing rank takes the whole job down: never a silent partial model; a refusal in one line (from
+        # each rank that refuses), anything else with its traceback
+        detail = f"error: {exc}" if refused else f"failed:\n{traceback.format_exc()}"
+        sys.stderr.write(f"dpopt dualavg: rank {comm.rank} {detail}\n")
         sys.stderr.flush()
-        comm.abort(1)
+        comm.abort(2 if refused else 1)
+        if refused:
+            return 2  # (MPI_Abort may return before the job manager ends this process: no second report)
         raise
     if comm is not None and not comm.is_root:
         return 0
