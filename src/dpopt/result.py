@@ -89,6 +89,10 @@ class DPResult:
         non-private unless the method documents an entry as released.
     notes:
         Human-readable caveats about the guarantee.
+    repetitions:
+        R, the independent runs on the same data in ``x`` (experiments).  ``privacy`` and
+        ``events`` describe one run; ``privacy_all`` is the guarantee of all R released together
+        (the events composed R times: :meth:`~dpopt.privacy.Ledger.spent_by_copies`), None for one run.
     """
 
     x: np.ndarray
@@ -102,15 +106,20 @@ class DPResult:
     trajectory: np.ndarray | None = None
     info: dict = field(default_factory=dict)
     notes: str = ""
+    repetitions: int = 1
+    privacy_all: PrivacySpent | None = None
 
     def __post_init__(self):
         if self.guarantee not in GUARANTEES:
             raise ValueError(f"guarantee must be one of {sorted(GUARANTEES)}, got {self.guarantee!r}")
 
     @classmethod
-    def from_ledger(cls, ledger: Ledger, **kwargs) -> DPResult:
-        """Build a result whose privacy record is ``ledger``'s."""
-        return cls(privacy=ledger.spent(), events=ledger.events, relation=ledger.relation, **kwargs)
+    def from_ledger(cls, ledger: Ledger, *, repetitions: int = 1, **kwargs) -> DPResult:
+        """Build a result whose privacy record is ``ledger``'s: one run's, with the guarantee of all
+        ``repetitions`` runs (each charged as ``ledger``'s events) in ``privacy_all`` when there are several."""
+        every = ledger.spent_by_copies(repetitions) if repetitions > 1 else None
+        return cls(privacy=ledger.spent(), events=ledger.events, relation=ledger.relation,
+                   repetitions=repetitions, privacy_all=every, **kwargs)
 
     @property
     def epsilon(self) -> float:
@@ -131,8 +140,9 @@ class DPResult:
         return {"x": np.asarray(self.x), "privacy": self.privacy_record()}
 
     def privacy_record(self) -> dict:
-        """JSON-ready description of the guarantee and the event log."""
-        return {
+        """JSON-ready description of the guarantee and the event log (of one run; with R repetitions
+        also ``"repetitions"`` and ``"all_repetitions"``, the (ε, δ) of all R released together)."""
+        record = {
             "method": self.method,
             "epsilon": self.privacy.epsilon,
             "delta": self.privacy.delta,
@@ -142,6 +152,11 @@ class DPResult:
             "notes": self.notes,
             "events": [e.to_dict() for e in self.events],
         }
+        if self.repetitions > 1:
+            every = self.privacy_all
+            record["repetitions"] = self.repetitions
+            record["all_repetitions"] = None if every is None else {"epsilon": every.epsilon, "delta": every.delta}
+        return record
 
     def privacy_json(self, **kwargs) -> str:
         return json.dumps(self.privacy_record(), **kwargs)
@@ -153,7 +168,12 @@ class DPResult:
     def __repr__(self) -> str:
         shape = getattr(self.x, "shape", None)
         # what release() covers only: nit, like fun, can depend on the data (a solver's iterations)
+        every = ""
+        if self.repetitions > 1:
+            total = self.privacy_all
+            every = f" per run; {self.repetitions} runs" + ("" if total is None else (
+                f": epsilon={total.epsilon:.6g}, delta={total.delta:g} together"))
         return (
             f"DPResult(method={self.method!r}, x.shape={shape}, epsilon={self.privacy.epsilon:.6g}, "
-            f"delta={self.privacy.delta:g}, notion={self.privacy.notion!r}, guarantee={self.guarantee!r})"
+            f"delta={self.privacy.delta:g}{every}, notion={self.privacy.notion!r}, guarantee={self.guarantee!r})"
         )

@@ -283,3 +283,17 @@ def test_a_secure_run_is_planned_with_the_events_it_charges(method, epsilon):
                       rng=0, secure_noise=True, iterations=100)
     assert len(ledger.events) == result.nit and ledger.spent().epsilon <= epsilon
     assert all(isinstance(getattr(e, "event", e), ev.DiscreteLaplace) for e in ledger.events)
+
+
+def test_repetitions_state_the_guarantee_of_all_runs_together(problem):
+    """x holds R independent runs on the same data: the record is one run's, and privacy_all (also in the
+    record and the repr) is the R-fold composition that releasing all of them costs (pure: R·ε)."""
+    res = minimize(problem, np.full(5, 3.0), 0.5, "nag", feature_bound=B, iterations=20, repetitions=4, rng=1)
+    assert res.repetitions == 4 and res.privacy.epsilon == pytest.approx(0.5, rel=1e-12)
+    assert res.privacy_all.epsilon == pytest.approx(2.0, rel=1e-12) and res.privacy_all.notion == "pure"
+    record = res.release()["privacy"]
+    assert record["repetitions"] == 4 and record["all_repetitions"]["epsilon"] == pytest.approx(2.0, rel=1e-12)
+    assert "4 runs: epsilon=2" in repr(res)
+    single = minimize(problem, np.full(5, 3.0), 0.5, "nag", feature_bound=B, iterations=20, rng=1)
+    assert single.repetitions == 1 and single.privacy_all is None
+    assert "repetitions" not in single.privacy_record() and "runs" not in repr(single)

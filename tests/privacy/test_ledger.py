@@ -630,3 +630,36 @@ def test_filter_cost_needs_a_filter_order():
         with pytest.raises(ValueError, match="filter_cost needs a Renyi filter") as info:
             ledger.filter_cost(event)
         assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("accountant, delta", [("pure", 0.0), ("approx", 1e-6), ("rdp", 1e-6), ("zcdp", 1e-6),
+                                               ("pld", 1e-6)])
+def test_spent_by_copies_is_the_guarantee_of_charging_every_copy(accountant, delta):
+    """R repetitions released together: this ledger's events composed R times, the (ε, δ) of a ledger that
+    charged all R runs' events (R = 1: spent())."""
+    from dpopt.privacy import events as ev
+
+    one = ev.Laplace(2.0, 1.0) if accountant in ("pure", "approx", "pld") else ev.Gaussian(3.0, 1.0)
+    run, every = Ledger(1e3, delta, accountant), Ledger(1e3, delta, accountant)
+    run.charge(one)
+    run.charge(ev.Subsampled(one, 0.5, "poisson") if accountant == "rdp" else one)
+    for _ in range(4):
+        for event in run.events:
+            every.charge(event)
+    got, want = run.spent_by_copies(4), every.spent()
+    assert got.notion == want.notion and got.delta == want.delta
+    assert got.epsilon == pytest.approx(want.epsilon, rel=1e-9)
+    assert got.epsilon > run.spent().epsilon and run.spent_by_copies(1) == run.spent()
+    assert Ledger(1.0).spent_by_copies(3).epsilon == 0.0  # nothing charged
+
+
+def test_spent_by_copies_refuses_a_renyi_filter_and_a_bad_count():
+    from dpopt.privacy import events as ev
+
+    ledger = Ledger(10.0, 1e-6, "rdp")
+    ledger.fix_filter_order(8.0)
+    ledger.charge(ev.Gaussian(5.0, 1.0))
+    with pytest.raises(ValueError, match="filter"):
+        ledger.spent_by_copies(2)
+    with pytest.raises(ValueError, match="copies"):
+        Ledger(1.0).spent_by_copies(0)

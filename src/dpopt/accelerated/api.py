@@ -143,8 +143,8 @@ def minimize(
     repetitions:
         R independent runs in one batch (x of shape (R, d)); each has its
         own minibatches and noise, and they share every data pass.  The
-        privacy record describes one run (for experiments): releasing all
-        R runs of the same data spends R·ε.
+        privacy record describes one run (for experiments); releasing all
+        R runs of the same data spends R·ε, stated in ``privacy_all``.
     trajectory:
         ``True`` records F(x_t) for t = 0..T; an int k every k-th iterate;
         a sequence of ints those iterations (the last is always included).
@@ -281,6 +281,7 @@ def minimize(
     )
     return DPResult.from_ledger(
         ledger,
+        repetitions=1 if single else X.shape[0],
         x=X,
         fun=fun,
         method=plan.method,

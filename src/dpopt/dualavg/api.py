@@ -114,8 +114,8 @@ def minimize(
     ``"conditional"`` on that assumption (see :func:`.accounting.round_event`).
     ``rounds`` defaults to ``epochs`` passes: ⌈epochs·Σq_i/(⌈nι⌉·b)⌉.
     ``repetitions=R`` runs R independent runs at once (``x`` of shape (R, d));
-    the privacy record describes one run (for experiments): releasing all R
-    runs of the same shards spends R times the budget.
+    the privacy record describes one run (for experiments); releasing all R
+    runs of the same shards spends their R-fold composition, stated in ``privacy_all``.
     ``backend="mpi"`` runs one node per rank (``mpiexec -n n``); with
     ``checkpoint_dir`` the state (with the node's noise stream: keep it as
     private as the shard) is saved every ``checkpoint_every`` rounds and
@@ -396,6 +396,7 @@ def minimize(
         )
     return DPResult.from_ledger(
         state.parent,
+        repetitions=R,
         x=x_out,
         fun=f_out,
         method=method,

@@ -130,6 +130,7 @@ def _result(
     }
     return DPResult.from_ledger(
         ledger,
+        repetitions=X.shape[0] if repetitions is not None else 1,
         x=x,
         fun=problem.value(x),
         method=method,

@@ -419,6 +419,25 @@ class Ledger:
             return PrivacySpent(self._current_epsilon(), self._accountant.composed_delta, self.notion)
         return PrivacySpent(self._current_epsilon(), self.delta, self.notion)
 
+    def spent_by_copies(self, copies: int) -> PrivacySpent:
+        """The guarantee of ``copies`` independent runs on the same data that each charge this ledger's
+        events, released together (the R repetitions of an experiment in one batch): the events composed
+        ``copies`` times by this ledger's accountant (``copies`` = 1: :meth:`spent`).
+
+        A Rényi filter (``filter_order``) is refused: its events adapt to earlier releases, so only its
+        order's budget, not the composition of the events it happened to charge, would hold for each run.
+        """
+        copies = check_int("copies", copies)
+        if copies == 1 or not self._events:
+            return self.spent()
+        if self.filter_order is not None:
+            raise ValueError("spent_by_copies: a Renyi filter's runs adapt their events; compose their budgets instead")
+        acc = self._accountant.copy()
+        acc.compose(ev.SelfComposed(ev.Composed(tuple(self._events)), copies - 1))
+        epsilon = float(acc.get_epsilon(self.delta) if self.delta else acc.get_epsilon())
+        delta = acc.composed_delta if isinstance(acc, ApproxDPAccountant) else self.delta
+        return PrivacySpent(epsilon, delta, self.notion)
+
     def remaining(self) -> PrivacySpent:
         """Budget ε minus spent ε (for RDP and zCDP a headroom, not an additive quantity); for the approx
         accountant, whose δ's add up too, budget δ minus spent δ."""
