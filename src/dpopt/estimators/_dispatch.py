@@ -11,6 +11,8 @@ the initial step and DP-SGD's step size default).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import fields
 
 import numpy as np
 
@@ -23,7 +25,10 @@ __all__ = [
     "LINESEARCH",
     "METHODS",
     "EPSILON_RANGE",
+    "AUTO_APPROX",
+    "auto_params",
     "check_epsilon",
+    "check_method_params",
     "check_secure_noise",
     "fit_linear",
     "needs_delta",
@@ -102,6 +107,59 @@ def check_secure_noise(method: str) -> bool:
     if method not in SECURE:
         raise ValueError(f"secure_noise=True is available for the methods {list(SECURE)}, not {method!r}")
     return True
+
+
+#: The methods ``method="auto"`` chooses at δ > 0 that take ``method_params`` (the private majority takes none).
+AUTO_APPROX = ("dp-sgd", "dp-blsgd")
+
+
+def _takes(method: str):
+    """(hyper-parameter class, the family's own keywords) of a method an add/remove fit runs after releasing
+    its record count (chen2020's line searches, DP-SGD); None for the others, which check their
+    hyper-parameters before they release anything."""
+    if method in BACKTRACKING:
+        from ..linesearch.algorithms import LineSearchHyper
+
+        return LineSearchHyper, ()
+    if method == "dp-sgd":
+        from ..linesearch.baselines import DPSGDHyper
+
+        return DPSGDHyper, ("accountant", "secure_noise")
+    return None
+
+
+def _keys(spec) -> set:
+    return {f.name for f in fields(spec[0])} | set(spec[1])
+
+
+def check_method_params(method: str, params: Mapping) -> None:
+    """Refuse ``params`` that ``method`` (``"auto"``: every method of :data:`AUTO_APPROX` that takes an entry)
+    would refuse when it runs, with its own one-line error, for an add/remove fit before anything is spent:
+    such a fit releases its record count first, and a refusal after that left the noisy count in ``count_``
+    with nothing charged (``{"foo": 1}`` on a given ledger, repeated, gave n exactly)."""
+    taken = set()
+    for target in AUTO_APPROX if method == "auto" else (method,):
+        spec = _takes(target)
+        if spec is None:
+            continue
+        keys = set(params) & _keys(spec) if method == "auto" else set(params)
+        if target == "dp-blgd" and "rate" in keys:
+            raise TypeError("dp_blgd is full batch: it takes no 'rate' (use dp_blsgd for minibatches)")
+        spec[0].from_kwargs(**{k: params[k] for k in keys if k not in spec[1]})
+        taken |= keys
+    unknown = sorted(set(params) - taken)
+    if method == "auto" and unknown:
+        raise TypeError(f"method_params {unknown} are hyper-parameters of none of the methods auto chooses at "
+                        f"delta > 0 ({', '.join(AUTO_APPROX)})")
+
+
+def auto_params(method: str, params: Mapping) -> dict:
+    """The entries of an auto fit's ``method_params`` that the chosen ``method`` takes (none for the private
+    majority), so that what auto chose never decides whether the fit raises."""
+    if method == "majority":
+        return {}
+    spec = _takes(method)
+    return dict(params) if spec is None else {k: v for k, v in params.items() if k in _keys(spec)}
 
 
 def notion_of(method: str, delta: float, accountant=None) -> str:

@@ -82,8 +82,10 @@ from ._dispatch import (
     REGULARIZATION_MAX,
     ROW_BOUND_RANGE,
     SECURE,
+    auto_params,
     check_epsilon,
     check_in,
+    check_method_params,
     check_secure_noise,
     fit_linear,
     needs_delta,
@@ -245,6 +247,8 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
             if key in (self.method_params or {}):
                 check_iterations(f"method_params[{key!r}]", self.method_params[key])
         method = self._resolved_method()
+        if _add_remove(method, delta):  # before the record count is released (fit)
+            check_method_params(method, self.method_params or {})
         mu = (self.method_params or {}).get("mu", self.regularization)
         if method in ACCELERATED and mu is not None and mu == 0.0:  # fit would refuse it, after a search had spent
             raise ValueError(f"method {method!r} needs regularization > 0 (its strong convexity mu, kuru2022), got 0")
@@ -394,9 +398,12 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
             named = self.method if self.method != "auto" else "dp-blsgd"
             budget = open_fit(self.ledger, epsilon, delta, notion=notion_of(named, delta, self.accountant),
                               relation="add_remove")
-            size = self._public_count(budget, Z.shape[0], params, rng)
+            count = self._public_count(budget, Z.shape[0], params, rng)
+            size = count["count"]
             method, regularization, warning = self._plan(method, (size, Z.shape[1]), budget.epsilon / parts,
                                                          delta / parts)
+            if self.method == "auto":  # the entries the chosen method takes (checked for each before the count)
+                params = auto_params(method, params)
             if needs_delta(method):  # the released count is the method's public normalizer too
                 params.setdefault("n_public", max(1, round(size)))
             if method == "dp-sgd":  # its measured plan (rate, steps) follows the count and ε
@@ -407,11 +414,11 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
             # too small a budget is refused before the warning, which states n, says anything
             budget = open_fit(self.ledger, epsilon, delta, notion=notion_of(method, delta, self.accountant),
                               relation=relation_of(method))
-            self.count_ = None
+            count = None
         # Under replace-one the warning states n (public) and comes before anything is spent; under add/remove
         # it states the released count N̂, so it comes after the commit that charges N̂: a warning raised as an
         # error before it would have shown N̂ with nothing charged
-        counted = self.count_ is not None and self.count_["source"] == "laplace"
+        counted = count is not None and count["source"] == "laplace"
         if warning and not counted:
             warnings.warn(warning, UtilityWarning, stacklevel=2)
         intercept = OBJPERT_INTERCEPT if method == "objpert" else 1.0
@@ -459,6 +466,7 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         if method == "majority":  # a constant predictor: the privately chosen label's sign
             self.intercept_ = np.array([float(r.info["constant_label"]) for r in results])
         self.method_ = method
+        self.count_ = count  # (set once the fit is charged: a fit that raises leaves no released count behind)
         spent = budget.ledger.spent()
         self.privacy_spent_ = {
             "epsilon": float(spent.epsilon),
@@ -474,16 +482,15 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         )
         return self
 
-    def _public_count(self, budget, n_records: int, params: dict, rng) -> float:
-        """The record count an add/remove fit may read: the declared ``n_public`` of ``method_params``,
-        else N̂ released from the fit's budget (:data:`._auto.COUNT_SHARE` of ε, Laplace); sets ``count_``."""
+    def _public_count(self, budget, n_records: int, params: dict, rng) -> dict:
+        """The record count an add/remove fit may read (``count_`` once the fit succeeds): the declared
+        ``n_public`` of ``method_params``, else N̂ released from the fit's budget (:data:`._auto.COUNT_SHARE`
+        of ε, Laplace)."""
         if params.get("n_public") is not None:
-            self.count_ = {"count": float(params["n_public"]), "source": "declared", "epsilon": 0.0}
-        else:
-            share = budget.epsilon * COUNT_SHARE
-            released = budget.release_count(n_records, COUNT_SHARE, rng, secure_noise=bool(self.secure_noise))
-            self.count_ = {"count": released.count, "source": "laplace", "epsilon": share}
-        return self.count_["count"]
+            return {"count": float(params["n_public"]), "source": "declared", "epsilon": 0.0}
+        share = budget.epsilon * COUNT_SHARE
+        released = budget.release_count(n_records, COUNT_SHARE, rng, secure_noise=bool(self.secure_noise))
+        return {"count": released.count, "source": "laplace", "epsilon": share}
 
     def _plan(self, method: str, shape: tuple[float, int], epsilon: float, delta: float):
         """(method, regularization, warning) of one binary problem on the (n, d) design.
@@ -635,7 +642,11 @@ class DPLogisticRegression(_DPLinearClassifier):
     method_params:
         Extra keyword arguments for the optimizer (e.g. ``{"iterations": 200}``
         for the accelerated methods); see the method's documentation.  ``repetitions`` and
-        ``private`` (a family's switches for experiments) are refused.
+        ``private`` (a family's switches for experiments) are refused.  Under add/remove
+        (``delta > 0``: ``"auto"``, DP-SGD and the line searches) every entry is checked by the
+        method before anything is spent (the count comes first); ``"auto"`` hands each entry to
+        the method it chooses if that method takes it (DP-SGD's ``steps``, DP-BLSGD's
+        ``planned_iterations``) and refuses one that none of them takes.
     random_state:
         Seed or ``numpy.random.Generator`` for the privacy noise; ``None`` draws
         from OS entropy (recommended for a real release).

@@ -1,0 +1,80 @@
+"""An add/remove fit releases its record count before its run: nothing may refuse after that count.
+
+``DPLogisticRegression(delta > 0)`` with ``"auto"``, DP-SGD or a line-search method draws N̂ = n + Lap
+first and then runs the method.  A ``method_params`` entry the method refused (an unknown name, a bad
+value) raised after the draw: the fit charged nothing (all or nothing), yet ``count_`` held N̂, so
+every refused fit on a shared ledger was a free count (at epsilon = 1e6, 200.00002 on D and 199.00002 on
+D' less one row, with 0 events charged on either).  Under ``"auto"`` an entry that only one of its
+methods takes raised or not by the method N̂ chose.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from dpopt.estimators import DPLogisticRegression
+from dpopt.estimators._budget import FitBudget
+from dpopt.privacy import Ledger
+
+
+def _data(n=60):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, 3))
+    return X, (X[:, 0] > 0).astype(int)
+
+
+def _refusing_count(*args, **kwargs):
+    raise AssertionError("the record count was released before the refusal")
+
+
+@pytest.mark.parametrize(("method", "params", "error"), [
+    ("dp-blsgd", {"foo": 1}, TypeError),
+    ("dp-blsgd-ac", {"rate": 2.0}, ValueError),
+    ("dp-blgd", {"rate": 0.5}, TypeError),
+    ("dp-sgd", {"lr": -1.0}, ValueError),
+    ("dp-sgd", {"epsilon": 1.0}, TypeError),  # the estimator's own keyword, a clash inside the family before
+    ("auto", {"xi": -1.0}, ValueError),  # DP-BLSGD's only, a bad value: refused whichever method N̂ picks
+    ("auto", {"foo": 1}, TypeError),
+])
+def test_method_params_refused_before_the_count(monkeypatch, method, params, error):
+    monkeypatch.setattr(FitBudget, "release_count", _refusing_count)
+    ledger = Ledger(1e6, 1e-5, "rdp", relation="add_remove")
+    est = DPLogisticRegression(epsilon=1e6, delta=1e-6, method=method, classes=[0, 1], data_norm=1.0,
+                               method_params=params, ledger=ledger, random_state=0)
+    with pytest.raises(error) as info:
+        est.fit(*_data())
+    assert "\n" not in str(info.value) and ledger.events == [] and not hasattr(est, "count_")
+
+
+def test_a_fit_that_raises_after_the_count_leaves_no_count(monkeypatch):
+    """Whatever raises after the count (here the run's budget, empty at DP-BLSGD's filter order once the
+    count has its share), the fit spends nothing and so shows no N̂."""
+    ledger = Ledger(0.0058, 1e-6, "rdp", relation="add_remove")
+    est = DPLogisticRegression(epsilon=0.0058, delta=1e-6, method="dp-blsgd", classes=[0, 1], data_norm=1.0,
+                               ledger=ledger, random_state=1)
+    with pytest.raises(ValueError, match="is empty at order"):
+        est.fit(*_data())
+    assert ledger.events == [] and not hasattr(est, "count_")
+
+
+def test_auto_hands_each_method_the_entries_it_takes():
+    """``steps`` (DP-SGD's) and ``planned_iterations`` (DP-BLSGD's) together: whichever auto chooses runs
+    with its own entry, the other ignored, on D and on D' alike."""
+    params = {"steps": 3, "planned_iterations": 3, "n_public": 60}  # a declared N: auto's choice is fixed
+    methods = set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for epsilon in (0.8, 50.0):  # N·ε/d: 11.8 (DP-BLSGD's band), then DP-SGD's
+            for n in (60, 59):
+                est = DPLogisticRegression(epsilon=epsilon, delta=1e-6, classes=[0, 1], data_norm=1.0,
+                                           method_params=params, random_state=0).fit(*_data(n))
+                methods.add(est.method_)
+                info = est.diagnostics_["problems"][0]["info"]
+                if est.method_ == "dp-sgd":
+                    assert info["steps"] == 3
+                elif est.method_ == "dp-blsgd":
+                    assert info["planned_iterations"] == 3
+    assert methods == {"dp-sgd", "dp-blsgd"}
