@@ -282,3 +282,20 @@ def test_output_perturbation_regularization_follows_r_and_the_noise():
     assert est._plan("outpert", X.shape, 0.5, 1e-5)[1] == pytest.approx(0.1 / (400 * 0.5 / 4))
     est.fit(X, y)
     assert est.privacy_spent_["epsilon"] <= 0.5
+
+
+def test_a_named_method_below_the_table_threshold_warns_with_the_numbers(breast_cancer):
+    """A method the user names is fitted as asked, with the numbers auto's majority warning states (pure: before
+    anything is spent, n public; add/remove: the released N̂, after its charge); a learnable budget warns nothing."""
+    train, _ = breast_cancer
+    with pytest.warns(UtilityWarning, match=r"n\*epsilon/d\^2 = 398\*0.5/31\^2 .* fitting dp-gd as asked"):
+        est = DPLogisticRegression(epsilon=0.5, method="dp-gd", data_norm=1.0, random_state=0).fit(*train)
+    assert est.method_ == "dp-gd"
+    with pytest.warns(UtilityWarning, match=r"N\*epsilon/d = .* fitting dp-sgd as asked"):
+        est = DPLogisticRegression(epsilon=1e-3, delta=1e-6, method="dp-sgd", data_norm=1.0, classes=[-1.0, 1.0],
+                                   random_state=0).fit(*train)
+    assert est.method_ == "dp-sgd" and len(est.privacy_events_) > 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UtilityWarning)
+        DPLogisticRegression(epsilon=5.0, method="dp-gd", data_norm=1.0, random_state=0).fit(*train)
+        DPLogisticRegression(epsilon=0.01, method="majority", data_norm=1.0, random_state=0).fit(*train)

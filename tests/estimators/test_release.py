@@ -151,7 +151,8 @@ def test_undeclared_release_warns_and_discloses_on_every_neighbour(method):
     for kind in ("new label", "norm 1e12", "duplicated row"):
         est, caught = _fit(DPLogisticRegression, method, *_neighbour(kind))
         for est_, caught_ in ((base_est, base_warnings), (est, caught)):
-            assert [c for c, _ in caught_] == ["PrivacyLeakWarning", "PrivacyLeakWarning"]
+            # (a UtilityWarning on this tiny set states the released count N̂ for dp-sgd: post-processing)
+            assert [c for c, _ in caught_ if c != "UtilityWarning"] == ["PrivacyLeakWarning", "PrivacyLeakWarning"]
             assert len(est_.disclosed_) == 2
             assert "label set" in est_.disclosed_[0] and "row norm" in est_.disclosed_[1]
             assert json.loads(json.dumps(model_to_dict(est_)))["privacy"]["disclosed"] == est_.disclosed_

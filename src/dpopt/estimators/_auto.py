@@ -182,6 +182,16 @@ class AutoChoice:
     method: str
     regularization: float | None
     warning: str | None
+    #: Why the budget is too small to learn at this size (the numbers), when the choice is the majority class.
+    reason: str | None = None
+
+    def warning_for(self, method: str) -> str | None:
+        """The warning of a fit of ``method`` named by the user on the problem of this choice: the
+        majority-class warning's numbers when the table would have returned the majority class, else None."""
+        if self.reason is None or method == "majority":
+            return None
+        return (f"{self.reason}; fitting {method} as asked, but at this budget method='auto' returns the majority "
+                "class. Raise epsilon, give more rows or reduce d.")
 
 
 def objpert_regularization(n: float, d: int, epsilon: float, curvature: float = MARGIN_CURVATURE, *,
@@ -283,12 +293,9 @@ def choose(n: float, d: int, epsilon: float, delta: float, curvature: float = MA
 
 def _majority(numbers: str, kind: str) -> AutoChoice:
     """The private majority class, with the warning that states the numbers below the table's threshold."""
-    return AutoChoice(
-        "majority",
-        None,
-        f"the budget is too small to learn a linear model at this size: {numbers}, below which no {kind} "
-        "method beat the majority class in dpopt's measurements" + _MAJORITY_ADVICE,
-    )
+    reason = (f"the budget is too small to learn a linear model at this size: {numbers}, below which no {kind} "
+              "method beat the majority class in dpopt's measurements")
+    return AutoChoice("majority", None, reason + _MAJORITY_ADVICE, reason)
 
 
 _MAJORITY_ADVICE = (

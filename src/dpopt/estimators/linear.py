@@ -496,7 +496,8 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         """(method, regularization, warning) of one binary problem on the (n, d) design.
 
         ``method="auto"`` follows the measured table of :mod:`._auto` (``warning``: the
-        :class:`UtilityWarning` text when the budget is too small to learn at this n, else None;
+        :class:`UtilityWarning` text when the budget is too small to learn at this n — for a method the user
+        named too, by :meth:`._auto.AutoChoice.warning_for` —, else None;
         fit issues it once the ledger has accepted the fit); an unset ``regularization`` is the table's
         rule (:func:`_default_regularization`).  n is the data's own count under the
         replace-one relation of the pure methods (public there), the released or declared
@@ -505,11 +506,13 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         n, d = shape
         regularization, warning = self.regularization, None
         curvature = get_loss(self._loss).curvature_bound  # ℓ'' ≤ c: objective perturbation's Jacobian term
+        choice = choose_auto(n, d, epsilon, delta, curvature)
         if method == "auto":
-            choice = choose_auto(n, d, epsilon, delta, curvature)
             method, warning = choice.method, choice.warning
             if regularization is None:
                 regularization = choice.regularization
+        else:  # a method the user named: the same numbers when the table would not have tried to learn
+            warning = choice.warning_for(method)
         if regularization is None:
             noise = (self.method_params or {}).get("noise", "auto")
             gaussian = noise == "gaussian" or (noise == "auto" and delta > 0)

@@ -33,7 +33,8 @@ def minimize(
     or ``"subgradient"`` (see :mod:`dpopt.piecewise.mechanisms`);
     ``repetitions=R`` runs R independent repetitions in one call (``x`` has
     shape (R, d); the privacy record describes one repetition, for experiments:
-    releasing all R on the same data spends R·ε, stated in ``privacy_all``); ``options`` go to the mechanism (e.g. ``iterations=100``,
+    releasing all R on the same data spends R·ε, stated in ``privacy_all``); ``options`` go to the
+    mechanism (e.g. ``iterations=100``,
     ``output="last"``, ``steps=5000``, ``paper_scaling=True``, ``secure_noise=True``
     for the methods in :data:`~dpopt.piecewise.mechanisms.SECURE_METHODS`).
     """
