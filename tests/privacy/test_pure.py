@@ -98,3 +98,20 @@ def test_invert_amplification_matches_a_high_precision_reference():
         e, q = Decimal(epsilon), Decimal(rate)
         reference = ctx.ln(ctx.add(1, ctx.divide(ctx.subtract(ctx.exp(e), 1), q)))
         assert invert_amplification(epsilon, rate) == pytest.approx(float(reference), rel=1e-14)
+
+
+def test_compositions_cost_the_exact_sum_of_their_parts():
+    # float sums rounded to nearest fell an ulp below the exact sum: a pure ledger of that float accepted
+    # SelfComposed(PureDP(e), 50) and Composed((a, b)), and refused the same releases charged one by one
+    from fractions import Fraction
+
+    from dpopt.privacy import BudgetExceededError, Ledger
+
+    e, a, b = 0.14302060167127723, 0.4929780899589061, 0.8943838721320587
+    for event, parts in ((ev.SelfComposed(ev.PureDP(e), 50), [e] * 50),
+                         (ev.Composed((ev.PureDP(a), ev.PureDP(b))), [a, b])):
+        exact = sum(map(Fraction, parts))
+        assert Fraction(pure_epsilon(event)) >= exact > Fraction(float(exact))  # rounded up, not to nearest
+        with pytest.raises(BudgetExceededError):
+            Ledger(float(exact), 0.0, "pure").charge(event)
+        assert PureDPAccountant().compose(event).get_epsilon() == float(exact)

@@ -31,7 +31,7 @@ from fractions import Fraction
 from .._validation import check_delta, check_int, check_nonnegative, check_positive
 from . import events as ev
 from .accountant import AccountantBase, register_accountant
-from .pure import _UNIT_BITS, _units, pure_epsilon
+from .pure import _units, _up, pure_epsilon
 
 __all__ = ["ApproxDPAccountant", "approx_guarantee", "group_privacy", "holds_approx"]
 
@@ -46,12 +46,6 @@ def approx_guarantee(event: ev.Event) -> tuple[float, float]:
     """
     eps, delta = _exact(event)
     return _up(eps), _up(delta)
-
-
-def _up(units: int) -> float:
-    """The smallest float ≥ ``units``·2⁻¹⁰⁷⁴."""
-    x = units / (1 << _UNIT_BITS)  # correctly rounded to nearest
-    return math.nextafter(x, math.inf) if _units(x) < units else x
 
 
 def _exact(event: ev.Event) -> tuple[int, int]:

@@ -77,10 +77,8 @@ def pure_epsilon(event: ev.Event) -> float:
         return amplify_pure(pure_epsilon(event.event), event.rate)
     if isinstance(event, ev.Activated):  # the worst case is an active round: no amplification
         return pure_epsilon(event.event)
-    if isinstance(event, ev.Composed):
-        return math.fsum(pure_epsilon(e) for e in event.events)
-    if isinstance(event, ev.SelfComposed):
-        return event.count * pure_epsilon(event.event)
+    if isinstance(event, ev.Composed | ev.SelfComposed):  # the exact sum, rounded up (never understated)
+        return _up(_cached_epsilon(event))
     if isinstance(event, ev.Gaussian | ev.DiscreteGaussian):
         raise ValueError("the Gaussian mechanism has no pure-DP guarantee; use RDPAccountant")
     if isinstance(event, ev.ApproxDP):
@@ -99,9 +97,21 @@ def _units(x: float) -> int:
     return num << (_UNIT_BITS - den.bit_length() + 1)
 
 
+def _up(units: int) -> float:
+    """The smallest float ≥ ``units``·2⁻¹⁰⁷⁴."""
+    x = units / (1 << _UNIT_BITS)  # correctly rounded to nearest
+    return math.nextafter(x, math.inf) if _units(x) < units else x
+
+
 @functools.lru_cache(maxsize=4096)
 def _cached_epsilon(event: ev.Event) -> int:
-    """:func:`pure_epsilon` in exact units of 2^-1074, memoized per event (events are immutable values)."""
+    """The pure ε of ``event`` in exact units of 2^-1074, memoized per event (events are immutable values):
+    a composition's is the exact sum of its parts' (as that many charges add up), not a float sum
+    rounded to nearest, which can fall an ulp below it."""
+    if isinstance(event, ev.Composed):
+        return sum(_cached_epsilon(e) for e in event.events)
+    if isinstance(event, ev.SelfComposed):
+        return event.count * _cached_epsilon(event.event)
     return _units(pure_epsilon(event))
 
 
