@@ -94,3 +94,36 @@ def test_an_approx_record_stating_a_hair_less_epsilon_is_refused(capsys, tmp_pat
     assert main(["account", "--events", str(path)]) == 2
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "but its event log gives epsilon=0.75 under approx" in err
+
+
+def _ledger_file(tmp_path, edit):
+    from dpopt.privacy import Ledger
+
+    ledger = Ledger(5.0, 1e-5, "rdp")
+    for _ in range(3):
+        ledger.charge(ev.Subsampled(ev.Gaussian(1.0), 0.1))
+    data = json.loads(ledger.to_json())
+    edit(data)
+    path = tmp_path / "ledger.json"
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+@pytest.mark.parametrize("field,value", [("epsilon", float("nan")), ("delta", float("nan")), ("epsilon", True)])
+def test_a_stated_guarantee_that_is_nan_is_refused(capsys, tmp_path, field, value):
+    """A stated epsilon of NaN passed the re-check (no log gives more than NaN) and was printed as stated."""
+    path = _ledger_file(tmp_path, lambda data: data["spent"].__setitem__(field, value))
+    assert main(["account", "--events", path]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "states a guarantee this dpopt cannot check" in err
+
+
+def test_a_stated_relation_the_log_s_subsampling_does_not_hold_under_is_refused(capsys, tmp_path):
+    """A ledger file edited to replace_one kept its Poisson-subsampled log (amplified under add/remove only):
+    the re-check accepted it, where Ledger.from_dict refuses it."""
+    assert main(["account", "--events", _ledger_file(tmp_path, lambda data: None)]) == 0
+    capsys.readouterr()
+    path = _ledger_file(tmp_path, lambda data: data.__setitem__("relation", "replace_one"))
+    assert main(["account", "--events", path]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "under the 'replace_one' relation" in err

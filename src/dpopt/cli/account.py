@@ -29,6 +29,7 @@ import numpy as np
 
 from ..privacy import ApproxDPAccountant, PLDAccountant, PureDPAccountant, RDPAccountant, ZCDPAccountant
 from ..privacy import events as ev
+from ..privacy.accountant import required_relation
 from ..privacy.approx import holds_approx
 from . import UserError
 
@@ -131,13 +132,16 @@ def _read(path: Path):
 
 
 def stated_guarantee(data) -> dict | None:
-    """``{"epsilon", "delta", "notion"}`` a model, privacy record or ledger file states, else None."""
+    """``{"epsilon", "delta", "notion"}`` a model, privacy record or ledger file states, else None; with its
+    ``"relation"`` where the file names one."""
     if isinstance(data, dict) and isinstance(data.get("privacy"), dict):
         data = data["privacy"]  # a saved model file
+    relation = data.get("relation") if isinstance(data, dict) else None
     if isinstance(data, dict) and isinstance(data.get("spent"), dict):
-        data = data["spent"]  # a ledger
+        data = data["spent"]  # a ledger (its relation is beside its spent guarantee)
     if isinstance(data, dict) and {"epsilon", "delta", "notion"} <= set(data):
-        return {k: data[k] for k in ("epsilon", "delta", "notion")}
+        stated = {k: data[k] for k in ("epsilon", "delta", "notion")}
+        return stated if relation is None else {**stated, "relation": relation}
     return None
 
 
@@ -146,8 +150,19 @@ def check_stated(event: ev.Event, stated: dict, path) -> str:
     notion, epsilon, delta = stated["notion"], stated["epsilon"], stated["delta"]
     accountants = {"pure": PureDPAccountant, "approx": ApproxDPAccountant, "rdp": RDPAccountant,
                    "zcdp": ZCDPAccountant, "pld": PLDAccountant}
-    if notion not in accountants or not isinstance(epsilon, int | float) or not isinstance(delta, int | float):
+    if notion not in accountants or not all(isinstance(x, int | float) and not isinstance(x, bool)
+                                            and not math.isnan(x) for x in (epsilon, delta)):
         raise UserError(f"{path} states a guarantee this dpopt cannot check: {stated}")
+    relation = stated.get("relation")
+    try:
+        needed = required_relation(event)
+    except ValueError as exc:
+        raise UserError(f"{path}: {exc}") from None
+    if relation is not None and needed is not None and relation != needed:
+        raise UserError(
+            f"{path} states its guarantee under the {relation!r} relation, but its event log's subsampling is "
+            f"amplified under {str(needed)!r} only: the stated guarantee does not hold (edited or wrong file)"
+        )
     try:
         acc = _quietly(lambda: accountants[notion]().compose(event))
         derived = _quietly(lambda: float(acc.get_epsilon() if notion == "pure" else acc.get_epsilon(delta)))
