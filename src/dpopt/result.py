@@ -18,7 +18,10 @@ report unless the user asks for it.
 
 from __future__ import annotations
 
+import decimal
 import json
+import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,13 +30,26 @@ import numpy as np
 from .privacy import Ledger, PrivacySpent
 from .privacy import events as ev
 
-__all__ = ["DPResult", "Diagnostics", "GUARANTEES", "NON_PRIVATE"]
+__all__ = ["DPResult", "Diagnostics", "GUARANTEES", "NON_PRIVATE", "format_bound"]
 
 #: The label every non-private diagnostic carries wherever it appears.
 NON_PRIVATE = (
     "NON-PRIVATE: computed from the private data outside the privacy guarantee; "
     "do not publish, save with a model or put in a report unless you mean to"
 )
+
+def format_bound(value, digits: int = 4) -> str:
+    """An ε or δ a guarantee states, as text to ``digits`` significant digits rounded *up*: 4.22401 is
+    "4.225", never "4.224", which would state more privacy than the ledger holds (a value its rounded text
+    reads back as, such as 1e-05, keeps that text).  Anything but a finite real number is ``str(value)``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return str(value)
+    text = f"{value:.{digits}g}"
+    if not math.isfinite(value) or float(text) >= value:
+        return text
+    up = decimal.Context(prec=digits, rounding=decimal.ROUND_CEILING).plus(decimal.Decimal(repr(float(value))))
+    return f"{float(up):.{digits}g}"  # (the float nearest the rounded-up decimal prints as it)
+
 
 #: The kinds of guarantee a result can carry (DESIGN.md "Paper details").
 GUARANTEES = {

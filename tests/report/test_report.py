@@ -92,6 +92,21 @@ def test_privacy_descriptions_name_the_accountant_and_relation():
     assert "PLDAccountant" in R.describe_notion("pld")
 
 
+def test_a_stated_guarantee_is_rounded_up_never_down():
+    """A ledger spending epsilon 4.224010678886078 (20 Poisson-subsampled Gaussian steps) was reported as
+    epsilon = 4.224, a guarantee the run does not have; its 4 significant digits are now rounded up."""
+    from dpopt.result import format_bound
+
+    record = {"epsilon": 4.224010678886078, "delta": 1.23456e-6, "notion": "approx", "relation": "add_remove",
+              "guarantee": "exact", "events": []}
+    assert "(ε = 4.225, δ = 1.235e-06)" in R.privacy_html(record)
+    assert "<td>4.225</td><td>1.235e-06</td>" in R.privacy_table_html({"m": record})
+    assert "(ε = 0.5, δ = 1e-06)" in R.privacy_html({**record, "epsilon": 0.5, "delta": 1e-6})  # exact: as is
+    assert "ε = the cell&#x27;s ε-" in R.privacy_html({**record, "epsilon": "the cell's ε", "delta": 0.0})
+    rounded = [format_bound(x, 3) for x in (1.23456e-6, 9.99951, 1e-5, 123456.7)]
+    assert rounded == ["1.24e-06", "10", "1e-05", "1.24e+05"]
+
+
 @dataclass(frozen=True)
 class Cfg:
     runs: int = 10

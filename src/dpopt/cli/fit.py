@@ -450,6 +450,8 @@ def save_fitted(args, out: Path, estimator, schema, X, record: dict, disclosed: 
 
 
 def _summary(estimator, record: dict, data: dict, disclosed: list[str], out: Path) -> None:
+    from ..result import format_bound
+
     classes = ", ".join(map(str, estimator.classes_))
     print(f"model      {type(estimator).__name__}, method {estimator.method_}, classes: {classes}")
     # the row count only where it is public (``data`` holds it then), else the released count if any
@@ -465,7 +467,8 @@ def _summary(estimator, record: dict, data: dict, disclosed: list[str], out: Pat
         f"(missing values: {data['missing']})"
     )
     print(
-        f"privacy    epsilon = {record['epsilon']:.6g}, delta = {record['delta']:.3g} ({record['notion']} "
+        f"privacy    epsilon = {format_bound(record['epsilon'], 6)}, delta = {format_bound(record['delta'], 3)} "
+        f"({record['notion']} "
         f"accounting, {record['relation']} relation, {record['guarantee']} guarantee, "
         f"{len(record['events'])} events)"
     )

@@ -246,14 +246,16 @@ def run(args) -> int:
             raise UserError(f"cannot write the report to {out}: {exc}") from None
         raise
     if not args.quiet:
+        from ..result import format_bound
+
         params = ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
                            for k, v in search.best_params_.items())
         exact = " (exact, floating-point safe)" if args.secure_noise else ""
         print(f"best       {params} (released by the exponential mechanism{exact})")
         print(f"score      {search.best_score_:.6g} (released with {'discrete ' if exact else ''}Laplace noise of "
               f"scale {report['best_score_noise_scale']:.3g})")
-        delta = f", delta = {privacy['delta_ledger']:.3g}" if privacy["delta_ledger"] else ""
-        print(f"privacy    epsilon = {privacy['epsilon']:.6g}{delta} ({privacy['notion']} accounting, "
+        delta = f", delta = {format_bound(privacy['delta_ledger'], 3)}" if privacy["delta_ledger"] else ""
+        print(f"privacy    epsilon = {format_bound(privacy['epsilon'], 6)}{delta} ({privacy['notion']} accounting, "
               f"{len(privacy['events'])} events), selection {privacy['selection_guarantee']}; protects "
               f"{privacy['protects']}")
         print(f"assumption {privacy['selection']['notes']}")

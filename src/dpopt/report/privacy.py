@@ -73,8 +73,17 @@ def _guarantee_line(record: dict) -> str:
         return "none: a non-private reference"
     eps, delta = record.get("epsilon"), record.get("delta", 0.0)
     if record.get("notion") == "pure" or delta in (0, 0.0):
-        return f"ε = {format_value(eps)}-differential privacy (pure, δ = 0)"
-    return f"(ε = {format_value(eps)}, δ = {format_value(delta)})-differential privacy"
+        return f"ε = {_bound(eps)}-differential privacy (pure, δ = 0)"
+    return f"(ε = {_bound(eps)}, δ = {_bound(delta)})-differential privacy"
+
+
+def _bound(value) -> str:
+    """A stated ε or δ rounded up (:func:`dpopt.result.format_bound`); text (e.g. "the cell's ε") as is."""
+    from ..result import format_bound
+
+    if isinstance(value, bool) or not isinstance(value, float | int) or value != value:
+        return format_value(value)  # text, a boolean, NaN (as —)
+    return format_bound(value)
 
 
 def privacy_html(record: dict) -> str:
@@ -110,8 +119,8 @@ def privacy_table_html(records: Mapping[str, dict]) -> str:
         events = rec.get("events")
         rows.append({
             "method": method,
-            "ε": rec.get("epsilon", ""),
-            "δ": rec.get("delta", 0.0),
+            "ε": _bound(rec.get("epsilon", "")),
+            "δ": _bound(rec.get("delta", 0.0)),
             "accountant": NOTIONS.get(rec.get("notion", ""), (rec.get("notion") or "none",))[0],
             "neighbouring relation": rec.get("relation", "") or "—",
             "kind": rec.get("guarantee", ""),
