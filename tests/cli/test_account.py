@@ -127,3 +127,10 @@ def test_a_stated_relation_the_log_s_subsampling_does_not_hold_under_is_refused(
     assert main(["account", "--events", path]) == 2
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "under the 'replace_one' relation" in err
+
+
+def test_the_table_rounds_epsilon_up(capsys):
+    """RDP epsilon 4.224010678886... was printed as 4.22401, below the guarantee the accountant states."""
+    assert main(["account", "--mechanism", "gaussian", "--rate", "0.1", "--sigma", "1", "--steps", "20"]) == 0
+    rdp = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("rdp "))
+    assert rdp.split()[1:] == ["4.22402", "1e-05"]

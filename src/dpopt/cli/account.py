@@ -31,6 +31,7 @@ from ..privacy import ApproxDPAccountant, PLDAccountant, PureDPAccountant, RDPAc
 from ..privacy import events as ev
 from ..privacy.accountant import required_relation
 from ..privacy.approx import holds_approx
+from ..result import format_bound
 from . import UserError
 
 MECHANISMS = ("laplace", "gaussian", "vector-laplace", "exponential", "svt-laplace", "svt-gaussian")
@@ -270,9 +271,9 @@ def run(args) -> int:
             print(f"{row['accountant']:<11} {'n/a':>12}  ({row['reason']})")
             continue
         eps = row["epsilon"]
-        line = f"{row['accountant']:<11} {eps:>12.6g} {row['delta']:>10.3g}"
+        line = f"{row['accountant']:<11} {format_bound(eps, 6):>12} {format_bound(row['delta'], 3):>10}"
         if args.target_epsilon is not None:
-            line += f"  {row['delta_at_target']:.3g}"
+            line += f"  {format_bound(row['delta_at_target'], 3)}"
         print(line if math.isfinite(eps) else line.replace("inf", "unbounded"))
     pld = next((row for row in rows if row["accountant"] == "pld" and row["applies"]), None)
     if pld is not None:
