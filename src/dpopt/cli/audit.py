@@ -7,6 +7,10 @@ and bounds ε from below on the other half with Clopper–Pearson intervals
 spent.  Prints one table row per target; ``--json FILE`` (``-`` for stdout)
 writes the full results.  Exit code 0 when every lower bound is at most the
 claimed ε, 1 when some audit found a violation, 2 for a usage error.
+``--confidence`` is each target's: a target that keeps its claim fails with
+probability at most 1 − confidence, so k such targets audited together (e.g.
+``all``) fail one with probability up to k·(1 − confidence); audit one target
+at a higher confidence to confirm a failure.
 """
 
 from __future__ import annotations
@@ -42,7 +46,8 @@ def register(sub) -> None:
         "--confidence",
         type=float,
         default=0.95,
-        help="confidence level of the lower bound, in (0, 1) (default 0.95)",
+        help="confidence level of each target's lower bound, in (0, 1) (default 0.95); "
+        "k targets audited together fail one falsely with probability up to k(1 - confidence)",
     )
     p.add_argument("--seed", type=int, help="seed (default: drawn from OS entropy and reported)")
     p.add_argument("--json", metavar="FILE", help="write the results as JSON ('-' for stdout)")
