@@ -313,6 +313,18 @@ def test_audit_rejects_ledgers_that_disagree():
         audit(AuditTarget("x", run, 0.0, 1.0, samples=8), seed=0)
 
 
+def test_an_approx_ledger_claims_the_delta_it_composed():
+    """An approx ledger (budget delta 1e-5) that charged ApproxDP(1, 1e-6) spends (1, 1e-6): the audit refused
+    it as 'different delta' (the budget's and the spent one), though every run charged the same."""
+    def run(data, repetitions, rng):
+        ledger = Ledger(2.0, 1e-5, "approx")
+        ledger.charge(ev.ApproxDP(1.0, 1e-6))
+        return data + rng.laplace(0.0, 1.0, repetitions), ledger
+
+    r = audit(AuditTarget("approx", run, 0.0, 1.0, samples=2_000), seed=1)
+    assert (r.epsilon, r.delta, r.notion) == (1.0, 1e-6, "approx") and r.passes
+
+
 @pytest.mark.parametrize(
     "kwargs", [{"samples": 3}, {"batch_size": 0}, {"confidence": 1.5}, {"seed": -1}]
 )

@@ -491,9 +491,10 @@ def _sample(target: AuditTarget, data, samples: int, batch: int, rng: np.random.
 
 
 def _claim(target: AuditTarget, ledgers: list[Ledger]) -> tuple[float, float, str, str]:
-    """The claimed (ε, δ): the largest ε any run spent, at the ledgers' common δ."""
+    """The claimed (ε, δ): the largest ε any run spent, at the common δ they spent (the ledgers' δ; under
+    basic composition, ``"approx"``, the composed δ, which is below the budget's)."""
     spent = [ledger.spent() for ledger in ledgers]
-    deltas = {p.delta for p in spent} | {ledger.delta for ledger in ledgers}
+    deltas = {p.delta for p in spent}
     notions = {p.notion for p in spent}
     relations = {ledger.relation for ledger in ledgers}
     if len(deltas) != 1 or len(notions) != 1 or len(relations) != 1:
