@@ -93,6 +93,22 @@ def test_dp_sgd_defaults_to_the_tightest_accountant_the_ledger_allows(logistic):
         B.dp_sgd(logistic, epsilon=1.0, delta=DELTA, rng=0, steps=5, accountant="zcdp")
 
 
+@pytest.mark.parametrize("given", [None, 1.0])
+def test_dp_sgd_refuses_a_zcdp_ledger_before_its_count(given):
+    """A zCDP ledger (or a zCDP parent of the run's child) cannot account sampled steps; without n_public the
+    run released its Gaussian record count first and was refused at the first step: epsilon 0.139 of the ledger
+    spent, nothing returned.  Now refused before anything is charged; full batch still runs."""
+    X, y = _data(n=100, d=3)
+    model = LinearModel("logistic", X, y, l2=1e-2)
+    ledger = Ledger(2.0, 1e-6, "zcdp")
+    with pytest.raises(ValueError, match="^dp-sgd samples its batches .*zCDP"):
+        B.dp_sgd(model, ledger=ledger, epsilon=given, delta=None if given is None else 1e-6, rng=0, steps=5)
+    assert ledger.events == []
+    full = B.dp_sgd(model, ledger=ledger, epsilon=given, delta=None if given is None else 1e-6, rng=0, steps=5,
+                    rate=1.0)
+    assert full.events and len(ledger.events) >= 1
+
+
 def test_dp_sgd_full_batch_is_not_amplified(logistic):
     res = B.dp_sgd(logistic, epsilon=1.0, delta=DELTA, rng=0, steps=5, rate=1.0)
     assert all(isinstance(e, ev.Gaussian) for e in res.events) and len(res.events) == 5

@@ -177,6 +177,13 @@ def dp_sgd(model, *, epsilon: float | None = None, delta: float | None = None, r
     if ledger is None:
         check_budget(epsilon, delta, need_delta=True)
     h = DPSGDHyper.from_kwargs(**hyper)
+    if h.rate < 1.0:  # before the record count: such a ledger refused the first sampled step after charging it
+        node = ledger
+        while node is not None:
+            if node.notion == "zcdp":
+                raise ValueError("dp-sgd samples its batches (rate < 1), which a zCDP ledger cannot account (zCDP "
+                                 "has no amplification by subsampling); give an RDP or PLD ledger, or rate=1")
+            node = node.parent
     fresh = ledger is None
     acc = run_accountant(accountant, ledger, orders=h.orders)
     ledger, epsilon, delta = run_ledger(ledger, epsilon, delta, accountant=acc)
