@@ -312,3 +312,15 @@ def test_fit_remaining_returns_before_only_when_it_dominates_and_fits(noise, eps
         assert got == scaled
     assert wanted * ledger.filter_cost(oracle.step_event(*got)) <= room
     assert wanted * ledger.filter_cost(oracle.step_event(*scaled)) <= room
+
+
+@pytest.mark.parametrize("accountant", ["zcdp", "pld", "pure"])
+def test_a_line_search_on_a_non_renyi_ledger_is_one_line_before_any_charge(accountant):
+    """Given a ledger and no epsilon, DP-BLSGD spends that ledger as its Renyi filter: a zCDP, PLD or pure one
+    raised AttributeError ('ZCDPAccountant' object has no attribute 'orders')."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 2))
+    ledger = Ledger(1.0, 0.0 if accountant == "pure" else 1e-6, accountant)
+    with pytest.raises(ValueError, match=f"^the line-search methods spend through a Renyi filter.*'{accountant}'"):
+        dp_blsgd(LinearModel("logistic", X, np.sign(X[:, 0]) + (X[:, 0] == 0), l2=1e-3), ledger=ledger, rng=0)
+    assert ledger.events == []

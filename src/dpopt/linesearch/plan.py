@@ -93,6 +93,9 @@ def _room(ledger, epsilon: float, delta: float, prior) -> tuple[np.ndarray, np.n
     A ledger that is already a filter offers its one order; otherwise the
     integer orders ≥ 2 of its grid (Lemma 4's orders; cheap curves).
     """
+    if ledger.notion != "rdp":  # (a run given a ledger and no epsilon spends that ledger itself: its filter)
+        raise ValueError(f"the line-search methods spend through a Renyi filter: give an RDP ledger "
+                         f"(accountant='rdp') or epsilon and delta with this one, got a {ledger.notion!r} ledger")
     orders = np.asarray(ledger.accountant.orders, dtype=float)
     if ledger.filter_order is not None:
         orders = np.array([ledger.filter_order])
