@@ -28,6 +28,7 @@ __all__ = [
     "AUTO_APPROX",
     "auto_params",
     "check_epsilon",
+    "check_filter_budget",
     "check_method_params",
     "check_secure_noise",
     "fit_linear",
@@ -151,6 +152,27 @@ def check_method_params(method: str, params: Mapping) -> None:
     if method == "auto" and unknown:
         raise TypeError(f"method_params {unknown} are hyper-parameters of none of the methods auto chooses at "
                         f"delta > 0 ({', '.join(AUTO_APPROX)})")
+
+
+def check_filter_budget(method: str, epsilon: float, delta: float, rest: float, rest_delta: float,
+                        orders=None) -> None:
+    """Refuse, before an add/remove fit of (``epsilon``, ``delta``) releases its record count, a line-search run
+    budget (``rest``, ``rest_delta``: one problem's, after the count) at which no order of the plan (``orders``,
+    default :data:`dpopt.linesearch.plan.PLAN_ORDERS`) is usable, where the fit's own budget is (below that, the
+    count itself is refused before it is drawn): DP-BLSGD's filter refused it after the count, so under
+    ``"auto"`` whether the fit raised (charging nothing) followed the count it chose by."""
+    if method != "auto" and method not in BACKTRACKING:
+        return
+    from ..linesearch.plan import PLAN_ORDERS
+    from ..privacy.rdp import rdp_budget_per_order
+
+    orders = PLAN_ORDERS if orders is None else orders
+    usable = [float(np.max(rdp_budget_per_order(orders, e, d))) > 0.0
+              for e, d in ((epsilon, delta), (rest, rest_delta))]
+    if usable == [True, False]:
+        raise ValueError(f"epsilon={epsilon:g} leaves {rest:.6g} to the run after the record count, below what "
+                         f"Renyi-DP accounting states at delta={rest_delta:g} ({method}'s plan); raise epsilon or "
+                         "delta")
 
 
 def auto_params(method: str, params: Mapping) -> dict:

@@ -84,6 +84,7 @@ from ._dispatch import (
     SECURE,
     auto_params,
     check_epsilon,
+    check_filter_budget,
     check_in,
     check_method_params,
     check_secure_noise,
@@ -396,6 +397,9 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
             # n is private under add/remove: every size-dependent choice reads a released count.
             # (the count's ledger is the named method's, or RDP's when auto has not chosen yet)
             named = self.method if self.method != "auto" else "dp-blsgd"
+            counted_share = 1.0 if params.get("n_public") is not None else 1.0 - COUNT_SHARE
+            check_filter_budget(method, epsilon, delta, epsilon * counted_share / parts, delta / parts,
+                                params.get("orders"))
             budget = open_fit(self.ledger, epsilon, delta, notion=notion_of(named, delta, self.accountant),
                               relation="add_remove")
             count = self._public_count(budget, Z.shape[0], params, rng)
