@@ -47,3 +47,17 @@ def test_default_grid_never_looser(rate, z, steps, delta):
         assert ours <= theirs * (1 + 1e-12)
     event = dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(rate, dpa.GaussianDpEvent(z)), steps)
     assert ours <= dpa.rdp.RdpAccountant().compose(event).get_epsilon(delta) * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("order", [2.0**53, 1e300])
+def test_an_order_beyond_the_largest_is_refused_in_one_line(order):
+    """RDPAccountant([2**53]) accepted the order and raised MemoryError at its first subsampled charge (numpy's
+    'array is too big' at 1e300): the exact curve sums about one term per unit of order."""
+    from dpopt.privacy import Ledger
+    from dpopt.privacy.rdp import MAX_ORDER, RDPAccountant
+
+    with pytest.raises(ValueError, match=r"orders must be in \(1, 1048576\]"):
+        RDPAccountant([8.0, order])
+    with pytest.raises(ValueError, match="orders must be in"):
+        Ledger(1.0, 1e-5, "rdp", orders=[order])
+    RDPAccountant([MAX_ORDER]).compose(ev.Subsampled(ev.Gaussian(1.0), 0.01))  # the largest still runs
