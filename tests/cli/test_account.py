@@ -134,3 +134,16 @@ def test_the_table_rounds_epsilon_up(capsys):
     assert main(["account", "--mechanism", "gaussian", "--rate", "0.1", "--sigma", "1", "--steps", "20"]) == 0
     rdp = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("rdp "))
     assert rdp.split()[1:] == ["4.22402", "1e-05"]
+
+
+@pytest.mark.parametrize("depth", [400, 100_000])
+def test_a_log_nested_too_deeply_is_one_line(capsys, tmp_path, depth):
+    """Composed events nested 400 deep, or JSON arrays 100,000 deep, ended in a RecursionError traceback."""
+    inner, outer = '{"type": "pure_dp", "epsilon": 0.1}', '{"type": "composed", "events": ['
+    path = tmp_path / "log.json"
+    path.write_text("[" * depth + "]" * depth if depth > 1000 else outer * depth + inner + "]}" * depth)
+    assert main(["account", "--events", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "too deeply" in err
+    path.write_text(outer * 50 + inner + "]}" * 50)  # 50 deep is read and accounted
+    assert main(["account", "--events", str(path)]) == 0

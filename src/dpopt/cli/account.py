@@ -253,13 +253,15 @@ def run(args) -> int:
     if not 0.0 < args.delta < 1.0:
         raise UserError(f"--delta must be in (0, 1), got {args.delta}")
     _check_ranges(args)
-    stated = stated_guarantee(_read(args.events)) if args.events else None
     try:
+        stated = stated_guarantee(_read(args.events)) if args.events else None
         event = load_events(args.events) if args.events else _mechanism_event(args)
         verdict = check_stated(event, stated, args.events) if stated else None
         rows = evaluate(event, args.delta, args.target_epsilon)
     except (ValueError, TypeError) as exc:
         raise UserError(str(exc)) from exc
+    except RecursionError:  # JSON or events nested hundreds deep: an edited or generated file, not a run's log
+        raise UserError(f"{args.events} nests its JSON or its events too deeply to be read or accounted") from None
     if args.json:
         print(json.dumps({"event": event.to_dict(), "results": rows, "stated": stated}, indent=2))
         return 0
