@@ -359,3 +359,16 @@ def test_a_pld_ledger_reports_the_smaller_of_pld_and_rdp():
     rdp = RDPAccountant().compose(step).get_epsilon(1e-5)
     assert acc.get_epsilon(1e-5) <= rdp
     assert acc.fits(step, rdp * 2 + 1.0, 1e-5)  # decided by RDP without a PLD composition
+
+
+def test_describe_says_when_the_grid_was_too_wide_and_rdp_answered():
+    """At h = 1e-5 three Poisson-subsampled Gaussians need 1.27e6 grid points: get_epsilon reported RDP's ε over
+    the whole log (as MAX_GRID_POINTS documents) while describe() said '3 event(s) by PLD'."""
+    step = ev.Subsampled(ev.Gaussian(0.9), 0.2)
+    acc, rdp = PLDAccountant(1e-5), RDPAccountant()
+    for _ in range(3):
+        acc.compose(step)
+        rdp.compose(step)
+    assert acc.get_epsilon(1e-5) == rdp.get_epsilon(1e-5)
+    assert "grid points" in acc.describe() and "RDP accountant over the whole log (3 event(s))" in acc.describe()
+    assert "by PLD" in PLDAccountant().compose(step).describe()

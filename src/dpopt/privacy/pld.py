@@ -981,6 +981,11 @@ class PLDAccountant(AccountantBase):
     def describe(self) -> str:
         """One line: what produced the reported guarantee."""
         n_pld, n_rdp = sum(self._pld_events.values()), sum(self._rdp_events.values())
+        try:
+            self._plds(True)  # (built by the ε asked before; GridTooWide: get_epsilon took RDP's over the whole log)
+        except GridTooWide as exc:
+            return (f"PLD accountant (h={self.discretization:g}): {exc}, so the RDP accountant over the whole log "
+                    f"({n_pld + n_rdp} event(s))")
         text = f"PLD accountant (h={self.discretization:g}, pessimistic): {n_pld} event(s) by PLD"
         if n_rdp:
             kinds = sorted({type(e).__name__ for e in self._rdp_events})
