@@ -134,15 +134,17 @@ def _read(path: Path):
 
 def stated_guarantee(data) -> dict | None:
     """``{"epsilon", "delta", "notion"}`` a model, privacy record or ledger file states, else None; with its
-    ``"relation"`` where the file names one."""
+    ``"relation"`` and a PLD ledger's ``"discretization"`` and ``"tail_mass"`` where the file names them."""
     if isinstance(data, dict) and isinstance(data.get("privacy"), dict):
         data = data["privacy"]  # a saved model file
     relation = data.get("relation") if isinstance(data, dict) else None
+    # a PLD ledger's grid: its ε is re-derived on it (a finer grid than the default states a smaller ε)
+    grid = {k: data[k] for k in ("discretization", "tail_mass") if k in data} if isinstance(data, dict) else {}
     if isinstance(data, dict) and isinstance(data.get("spent"), dict):
-        data = data["spent"]  # a ledger (its relation is beside its spent guarantee)
+        data = data["spent"]  # a ledger (its relation and grid are beside its spent guarantee)
     if isinstance(data, dict) and {"epsilon", "delta", "notion"} <= set(data):
         stated = {k: data[k] for k in ("epsilon", "delta", "notion")}
-        return stated if relation is None else {**stated, "relation": relation}
+        return {**stated, **({"relation": relation} if relation is not None else {}), **grid}
     return None
 
 
@@ -165,7 +167,8 @@ def check_stated(event: ev.Event, stated: dict, path) -> str:
             f"amplified under {str(needed)!r} only: the stated guarantee does not hold (edited or wrong file)"
         )
     try:
-        acc = _quietly(lambda: accountants[notion]().compose(event))
+        grid = {k: stated[k] for k in ("discretization", "tail_mass") if k in stated and notion == "pld"}
+        acc = _quietly(lambda: accountants[notion](**grid).compose(event))
         derived = _quietly(lambda: float(acc.get_epsilon() if notion == "pure" else acc.get_epsilon(delta)))
     except (ValueError, TypeError, ArithmeticError, MemoryError) as exc:
         raise UserError(f"{path}: its event log cannot be accounted as {notion} ({exc})") from None
