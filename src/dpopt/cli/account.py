@@ -132,14 +132,19 @@ def _read(path: Path):
         raise UserError(f"{path} is not UTF-8 text, not a JSON event log ({exc.reason} at byte {exc.start})") from exc
 
 
+#: The accountant options a ledger file saves, by notion (:meth:`dpopt.privacy.Ledger.to_dict`).
+_OPTIONS = {"rdp": ("orders",), "pld": ("discretization", "tail_mass")}
+
+
 def stated_guarantee(data) -> dict | None:
     """``{"epsilon", "delta", "notion"}`` a model, privacy record or ledger file states, else None; with its
-    ``"relation"`` and a PLD ledger's ``"discretization"`` and ``"tail_mass"`` where the file names them."""
+    ``"relation"``, an RDP ledger's ``"orders"`` and a PLD ledger's ``"discretization"`` and ``"tail_mass"``
+    where the file names them."""
     if isinstance(data, dict) and isinstance(data.get("privacy"), dict):
         data = data["privacy"]  # a saved model file
     relation = data.get("relation") if isinstance(data, dict) else None
-    # a PLD ledger's grid: its ε is re-derived on it (a finer grid than the default states a smaller ε)
-    grid = {k: data[k] for k in ("discretization", "tail_mass") if k in data} if isinstance(data, dict) else {}
+    # an RDP ledger's orders, a PLD ledger's grid: its ε is re-derived on them (others can state a smaller ε)
+    grid = {k: data[k] for keys in _OPTIONS.values() for k in keys if k in data} if isinstance(data, dict) else {}
     if isinstance(data, dict) and isinstance(data.get("spent"), dict):
         data = data["spent"]  # a ledger (its relation and grid are beside its spent guarantee)
     if isinstance(data, dict) and {"epsilon", "delta", "notion"} <= set(data):
@@ -167,7 +172,7 @@ def check_stated(event: ev.Event, stated: dict, path) -> str:
             f"amplified under {str(needed)!r} only: the stated guarantee does not hold (edited or wrong file)"
         )
     try:
-        grid = {k: stated[k] for k in ("discretization", "tail_mass") if k in stated and notion == "pld"}
+        grid = {k: stated[k] for k in _OPTIONS.get(notion, ()) if k in stated}
         acc = _quietly(lambda: accountants[notion](**grid).compose(event))
         derived = _quietly(lambda: float(acc.get_epsilon() if notion == "pure" else acc.get_epsilon(delta)))
     except (ValueError, TypeError, ArithmeticError, MemoryError) as exc:
