@@ -174,3 +174,13 @@ def test_an_rdp_ledger_is_re_checked_on_its_own_orders(capsys, tmp_path):
     path.write_text(ledger.to_json())
     assert main(["account", "--events", str(path)]) == 0
     assert capsys.readouterr().out.startswith("stated     epsilon = 2.93303 (rdp, delta = 1e-05)")
+
+
+def test_a_refusal_prints_the_two_epsilons_apart(capsys, tmp_path):
+    """A ledger whose stated epsilon was edited 1e-7 below its log's was refused as 'states epsilon=4.22401 but its
+    event log gives epsilon=4.22401': the message showed no difference."""
+    path = _ledger_file(tmp_path, lambda data: data["spent"].__setitem__("epsilon", data["spent"]["epsilon"] - 1e-7))
+    assert main(["account", "--events", path]) == 2
+    err = capsys.readouterr().err
+    stated, derived = (err.split(f"{word} epsilon=")[1].split()[0] for word in ("states", "gives"))
+    assert stated != derived and float(stated) < float(derived)

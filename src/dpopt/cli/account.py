@@ -179,12 +179,12 @@ def check_stated(event: ev.Event, stated: dict, path) -> str:
         raise UserError(f"{path}: its event log cannot be accounted as {notion} ({exc})") from None
     if notion == "approx" and acc.composed_delta > delta:  # its δ's add up: the stated δ must cover them
         raise UserError(
-            f"{path} states delta={delta:g} but its event log gives delta={acc.composed_delta:.6g} under approx "
+            f"{path} states delta={delta:.10g} but its event log gives delta={acc.composed_delta:.10g} under approx "
             "accounting: the stated guarantee does not hold (edited or wrong file)"
         )
     if derived > epsilon * (1.0 if notion == "approx" else 1.0 + 1e-9):  # approx: exact sums, rounded up alike
         raise UserError(
-            f"{path} states epsilon={epsilon:.6g} but its event log gives epsilon={derived:.6g} under {notion} "
+            f"{path} states epsilon={epsilon:.10g} but its event log gives epsilon={derived:.10g} under {notion} "
             f"accounting at delta={delta:g}: the stated guarantee does not hold (edited or wrong file)"
         )
     return f"stated     epsilon = {epsilon:.6g} ({notion}, delta = {delta:g}): the event log gives {derived:.6g}"
