@@ -99,3 +99,10 @@ def test_bad_input_is_one_line_and_exit_code_2(tmp_path):
         assert done.returncode == 2, args
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
         assert not (tmp_path / "x").exists()
+
+
+def test_the_report_rounds_the_pld_epsilon_up():
+    """One Gaussian(1) at delta 1e-5 has PLD epsilon 4.37718: the demo report printed 4.377, below it."""
+    from dpopt.cli.demo_report import _pld_epsilon
+
+    assert _pld_epsilon({"delta": 1e-5, "events": [{"type": "gaussian", "sigma": 1.0, "sensitivity": 1.0}]}) == "4.378"

@@ -17,6 +17,7 @@ from ..report import (
     write_privacy_records,
     write_report,
 )
+from ..result import format_bound
 
 
 def _accuracy_figure(path: Path, rows, epsilons) -> Path:
@@ -49,7 +50,7 @@ def _pld_epsilon(record: dict) -> str:
     accountant = PLDAccountant()
     for item in record["events"]:
         accountant.compose(ev.from_dict(item))
-    return f"{accountant.get_epsilon(record['delta']):.4g}"
+    return format_bound(accountant.get_epsilon(record["delta"]))
 
 
 def write_demo_report(out, data, train, test, rows, records, table, args, seconds) -> Path:
@@ -66,9 +67,9 @@ def write_demo_report(out, data, train, test, rows, records, table, args, second
             {
                 "method": m,
                 "ε budget": e,
-                "ε spent": rec["epsilon"],
+                "ε spent": format_bound(rec["epsilon"]),
                 "ε by PLD": _pld_epsilon(rec),
-                "δ": rec["delta"],
+                "δ": format_bound(rec["delta"]),
                 "accountant": rec["notion"],
                 "relation": rec["relation"],
                 "guarantee": rec["guarantee"],
