@@ -40,12 +40,14 @@ NON_PRIVATE = (
 
 def format_bound(value, digits: int = 4) -> str:
     """An ε or δ a guarantee states, as text to ``digits`` significant digits rounded *up*: 4.22401 is
-    "4.225", never "4.224", which would state more privacy than the ledger holds (a value its rounded text
-    reads back as, such as 1e-05, keeps that text).  Anything but a finite real number is ``str(value)``."""
+    "4.225", never "4.224", which would state more privacy than the ledger holds.  A text within 4 ulps
+    below the value keeps it (below the accountants' own float precision): 1e-05 stays "1e-05", and 0.5
+    for the 0.5000000000000001 that basic composition rounds five charges of 0.1 up to.  Anything but a
+    finite real number is ``str(value)``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return str(value)
     text = f"{value:.{digits}g}"
-    if not math.isfinite(value) or float(text) >= value:
+    if not math.isfinite(value) or float(text) >= value - 4.0 * math.ulp(value):
         return text
     up = decimal.Context(prec=digits, rounding=decimal.ROUND_CEILING).plus(decimal.Decimal(repr(float(value))))
     return f"{float(up):.{digits}g}"  # (the float nearest the rounded-up decimal prints as it)

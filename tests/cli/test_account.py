@@ -184,3 +184,15 @@ def test_a_refusal_prints_the_two_epsilons_apart(capsys, tmp_path):
     err = capsys.readouterr().err
     stated, derived = (err.split(f"{word} epsilon=")[1].split()[0] for word in ("states", "gives"))
     assert stated != derived and float(stated) < float(derived)
+
+
+def test_an_approx_log_whose_deltas_reach_one_states_nothing(capsys, tmp_path):
+    """Five ApproxDP(0.1, 0.3) add up to delta 1.5: the approx row printed (0.500001, 1.5) as a guarantee."""
+    path = tmp_path / "log.json"
+    path.write_text(ev.SelfComposed(ev.ApproxDP(0.1, 0.3), 5).to_json())
+    rows = results(capsys, "--events", str(path))
+    assert not rows["approx"]["applies"] and "add up to 1.5 >= 1" in rows["approx"]["reason"]
+    path.write_text(ev.SelfComposed(ev.ApproxDP(0.1, 0.1), 5).to_json())  # 0.5: stated, and printed as 0.5
+    assert main(["account", "--events", str(path)]) == 0
+    approx = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("approx "))
+    assert approx.split() == ["approx", "0.5", "0.5"]

@@ -228,6 +228,8 @@ def evaluate(event: ev.Event, delta: float, target_epsilon: float | None = None)
             acc = accountant().compose(event)
             if name == "approx":  # basic composition: its own (ε, δ), the sums, whatever --delta
                 epsilon, at = acc.composed_epsilon, acc.composed_delta
+                if not at < 1.0:
+                    raise ValueError(f"the deltas add up to {at:g} >= 1: basic composition states no guarantee")
             else:
                 epsilon, at = acc.get_epsilon() if name == "pure" else acc.get_epsilon(delta), delta
             row = {
