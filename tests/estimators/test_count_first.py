@@ -39,6 +39,12 @@ def _refusing_count(*args, **kwargs):
     ("dp-sgd", {"epsilon": 1.0}, TypeError),  # the estimator's own keyword, a clash inside the family before
     ("auto", {"xi": -1.0}, ValueError),  # DP-BLSGD's only, a bad value: refused whichever method N̂ picks
     ("auto", {"foo": 1}, TypeError),
+    # checked by the runs only once started: under auto they raised or not by the method N-hat chose (the
+    # majority takes no entry), so whether the fit raised was a bit of N-hat that nothing charged
+    ("auto", {"w0": np.zeros(7)}, ValueError),
+    ("auto", {"accountant": "foo"}, ValueError),
+    ("dp-sgd", {"w0": [0.0, np.nan, 0.0, 0.0]}, ValueError),
+    ("dp-blsgd", {"secure_noise": "no"}, TypeError),
 ])
 def test_method_params_refused_before_the_count(monkeypatch, method, params, error):
     monkeypatch.setattr(FitBudget, "release_count", _refusing_count)

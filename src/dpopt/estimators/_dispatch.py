@@ -133,11 +133,26 @@ def _keys(spec) -> set:
     return {f.name for f in fields(spec[0])} | set(spec[1])
 
 
-def check_method_params(method: str, params: Mapping) -> None:
+def check_method_params(method: str, params: Mapping, dim: int | None = None) -> None:
     """Refuse ``params`` that ``method`` (``"auto"``: every method of :data:`AUTO_APPROX` that takes an entry)
     would refuse when it runs, with its own one-line error, for an add/remove fit before anything is spent:
     such a fit releases its record count first, and a refusal after that left the noisy count in ``count_``
-    with nothing charged (``{"foo": 1}`` on a given ledger, repeated, gave n exactly)."""
+    with nothing charged (``{"foo": 1}`` on a given ledger, repeated, gave n exactly), and under ``"auto"``
+    raised or not by the method the count chose (the private majority takes no entry).  Besides the
+    hyper-parameter classes' own checks: DP-SGD's ``accountant`` and ``secure_noise``, and with ``dim`` (the
+    design's columns, intercept included) the starting point ``w0``, which the runs checked only once started."""
+    from .._validation import check_bool, check_choice, check_finite_array
+    from ..privacy.calibration import RUN_ACCOUNTANTS
+
+    if params.get("accountant") is not None:
+        check_choice("method_params['accountant']", params["accountant"], RUN_ACCOUNTANTS)
+    if "secure_noise" in params:
+        check_bool("method_params['secure_noise']", params["secure_noise"])
+    if dim is not None and params.get("w0") is not None:
+        w0 = check_finite_array("method_params['w0']", params["w0"], ndim=1)
+        if w0.shape != (dim,):
+            raise ValueError(f"method_params['w0'] must have shape ({dim},) (one entry per coefficient, the "
+                             f"intercept's included), got {w0.shape}")
     taken = set()
     for target in AUTO_APPROX if method == "auto" else (method,):
         spec = _takes(target)

@@ -397,6 +397,7 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
             # n is private under add/remove: every size-dependent choice reads a released count.
             # (the count's ledger is the named method's, or RDP's when auto has not chosen yet)
             named = self.method if self.method != "auto" else "dp-blsgd"
+            check_method_params(method, params, dim=Z.shape[1])  # w0 against the design, before the count
             counted_share = 1.0 if params.get("n_public") is not None else 1.0 - COUNT_SHARE
             check_filter_budget(method, epsilon, delta, epsilon * counted_share / parts, delta / parts,
                                 params.get("orders"))
