@@ -100,3 +100,28 @@ def test_auto_hands_each_method_the_entries_it_takes():
                 elif est.method_ == "dp-blsgd":
                     assert info["planned_iterations"] == 3
     assert methods == {"dp-sgd", "dp-blsgd"}
+
+
+@pytest.mark.parametrize("notion", ["zcdp", "approx"])
+@pytest.mark.parametrize("method", ["auto", "dp-sgd", "dp-blsgd"])
+def test_a_ledger_that_cannot_compose_the_run_is_refused_before_the_count(monkeypatch, notion, method):
+    """DP-SGD's subsampled steps and DP-BLSGD's Renyi filter need an RDP or PLD ledger: on a zCDP or approx one
+    they were refused at their first charge, after the count; under auto the majority (chosen at small N-hat)
+    fitted and DP-SGD (larger N-hat) raised, so whether the fit raised followed N-hat."""
+    monkeypatch.setattr(FitBudget, "release_count", _refusing_count)
+    ledger = Ledger(100.0, 1e-5, notion, relation="add_remove")
+    est = DPLogisticRegression(epsilon=5.0, delta=1e-6, method=method, classes=[0, 1], data_norm=1.0,
+                               ledger=ledger, random_state=0)
+    with pytest.raises(ValueError, match=rf"^method '{method}' spends Renyi-DP events .* accountant '{notion}'"):
+        est.fit(*_data())
+    assert ledger.events == []
+
+
+def test_dp_sgd_at_rate_one_still_runs_on_a_zcdp_ledger():
+    ledger = Ledger(100.0, 1e-5, "zcdp", relation="add_remove")
+    est = DPLogisticRegression(epsilon=5.0, delta=1e-6, method="dp-sgd", classes=[0, 1], data_norm=1.0,
+                               method_params={"rate": 1.0, "steps": 5}, ledger=ledger, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(*_data())
+    assert ledger.spent().epsilon > 0

@@ -30,6 +30,7 @@ __all__ = [
     "check_epsilon",
     "check_filter_budget",
     "check_method_params",
+    "check_run_ledger",
     "check_secure_noise",
     "fit_linear",
     "needs_delta",
@@ -188,6 +189,25 @@ def check_filter_budget(method: str, epsilon: float, delta: float, rest: float, 
         raise ValueError(f"epsilon={epsilon:g} leaves {rest:.6g} to the run after the record count, below what "
                          f"Renyi-DP accounting states at delta={rest_delta:g} ({method}'s plan); raise epsilon or "
                          "delta")
+
+
+def check_run_ledger(method: str, ledger, params: Mapping) -> None:
+    """Refuse, before an add/remove fit releases its record count, a ``ledger`` (or a ledger it is a child of)
+    whose accountant cannot compose ``method``'s run: DP-SGD's Poisson-subsampled Gaussian steps and the line
+    searches' Renyi filter need ``"rdp"`` or ``"pld"`` (``"zcdp"`` takes DP-SGD at ``rate=1`` only; DP-SGD's
+    planned rate follows the count).  The run refused at its first charge, after the count, so under ``"auto"``
+    (the majority fitted on any ledger) and DP-SGD's plan whether the fit raised followed N̂."""
+    if ledger is None or not (method in ("auto", "dp-sgd") or method in BACKTRACKING):
+        return
+    allowed = ("rdp", "pld", "zcdp") if method == "dp-sgd" and params.get("rate") == 1 else ("rdp", "pld")
+    node = ledger
+    while node is not None:
+        if node.notion not in allowed:
+            whose = "the ledger" if node is ledger else "a parent of the ledger"
+            raise ValueError(f"method {method!r} spends Renyi-DP events (subsampled Gaussian steps, a Renyi "
+                             f"filter) that {whose}, accountant {node.notion!r}, cannot compose; give an 'rdp' or "
+                             "'pld' ledger")
+        node = node.parent
 
 
 def auto_params(method: str, params: Mapping) -> dict:

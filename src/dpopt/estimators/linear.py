@@ -87,6 +87,7 @@ from ._dispatch import (
     check_filter_budget,
     check_in,
     check_method_params,
+    check_run_ledger,
     check_secure_noise,
     fit_linear,
     needs_delta,
@@ -403,6 +404,7 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
                                 params.get("orders"))
             budget = open_fit(self.ledger, epsilon, delta, notion=notion_of(named, delta, self.accountant),
                               relation="add_remove")
+            check_run_ledger(method, self.ledger, params)  # (after the ledger's own checks, before the count)
             count = self._public_count(budget, Z.shape[0], params, rng)
             size = count["count"]
             method, regularization, warning = self._plan(method, (size, Z.shape[1]), budget.epsilon / parts,
