@@ -653,6 +653,17 @@ def test_spent_by_copies_is_the_guarantee_of_charging_every_copy(accountant, del
     assert Ledger(1.0).spent_by_copies(3).epsilon == 0.0  # nothing charged
 
 
+def test_spent_by_copies_of_an_approx_ledger_is_the_sums_past_its_delta():
+    """20 copies of ApproxDP(1, 1e-6) on a ledger of delta 1e-5 are (20, 2e-5) by basic composition: the
+    epsilon was taken at the budget's delta, which the copies' delta sum exceeds, and read inf."""
+    from dpopt.privacy import events as ev
+
+    ledger = Ledger(10.0, 1e-5, "approx")
+    ledger.charge(ev.ApproxDP(1.0, 1e-6))
+    got = ledger.spent_by_copies(20)
+    assert got.epsilon == 20.0 and got.delta == pytest.approx(2e-5, rel=1e-12) and got.delta >= 2e-5
+
+
 def test_spent_by_copies_refuses_a_renyi_filter_and_a_bad_count():
     from dpopt.privacy import events as ev
 

@@ -434,9 +434,10 @@ class Ledger:
             raise ValueError("spent_by_copies: a Renyi filter's runs adapt their events; compose their budgets instead")
         acc = self._accountant.copy()
         acc.compose(ev.SelfComposed(ev.Composed(tuple(self._events)), copies - 1))
+        if isinstance(acc, ApproxDPAccountant):  # the sums, which R copies may take past the budget's δ
+            return PrivacySpent(float(acc.composed_epsilon), acc.composed_delta, self.notion)
         epsilon = float(acc.get_epsilon(self.delta) if self.delta else acc.get_epsilon())
-        delta = acc.composed_delta if isinstance(acc, ApproxDPAccountant) else self.delta
-        return PrivacySpent(epsilon, delta, self.notion)
+        return PrivacySpent(epsilon, self.delta, self.notion)
 
     def remaining(self) -> PrivacySpent:
         """Budget ε minus spent ε (for RDP and zCDP a headroom, not an additive quantity); for the approx
