@@ -23,6 +23,16 @@ def test_dualavg_command_writes_a_private_summary(tmp_path, capsys):
     assert json.loads(out.read_text())["objective_nonprivate"] > 0
 
 
+def test_dualavg_command_states_its_epsilon_rounded_up(tmp_path, capsys):
+    """Theorem 1's noise over 31 rounds spends epsilon 0.72605537 (not the budget): it was printed 0.726055,
+    a guarantee the run does not have."""
+    out = tmp_path / "r.json"
+    assert main(["dualavg", *ARGS, "--noise", "theorem1", "--rounds", "31", "--out", str(out)]) == 0
+    spent = json.loads(out.read_text())["privacy"]["epsilon"]
+    printed = capsys.readouterr().out.split("(epsilon, delta) = (")[1].split(",")[0]
+    assert float(printed) >= spent and printed == "0.726056"
+
+
 def test_dualavg_command_needs_data():
     assert main(["dualavg", "--epsilon", "1"]) == 2
 

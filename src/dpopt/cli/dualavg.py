@@ -300,9 +300,10 @@ def run(args, argv=None) -> int:
             raise
     shown = f"F(x_bar) = {res.fun:.6g} (non-private diagnostic) " if args.report_objective else ""
     print(f"{res.method}: {shown}after {res.nit} rounds, sigma = {res.info['sigma']:.6g}", end="")
-    print(
-        "" if res.guarantee == "none" else f", (epsilon, delta) = ({res.epsilon:.6g}, {res.delta:g}) per record holder"
-    )
+    from ..result import format_bound  # (a stated guarantee is rounded up, as the other commands print it)
+
+    print("" if res.guarantee == "none" else
+          f", (epsilon, delta) = ({format_bound(res.epsilon, 6)}, {format_bound(res.delta, 6)}) per record holder")
     return 0
 
 
