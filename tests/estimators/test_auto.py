@@ -299,3 +299,15 @@ def test_a_named_method_below_the_table_threshold_warns_with_the_numbers(breast_
         warnings.simplefilter("error", UtilityWarning)
         DPLogisticRegression(epsilon=5.0, method="dp-gd", data_norm=1.0, random_state=0).fit(*train)
         DPLogisticRegression(epsilon=0.01, method="majority", data_norm=1.0, random_state=0).fit(*train)
+
+
+def test_dp_agd_below_the_table_threshold_states_no_row_count(breast_cancer):
+    """DP-AGD's relation is add/remove (n private) and it releases its own normalizer inside the run, so the
+    estimator has no released count to state: the warning showed the data's own n ('N*epsilon/d =
+    398.0*...'), a row count no mechanism released, and whether it came followed n."""
+    train, _ = breast_cancer
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UtilityWarning)
+        est = DPLogisticRegression(epsilon=0.02, delta=1e-6, method="dp-agd", data_norm=1.0, classes=[-1.0, 1.0],
+                                   random_state=0).fit(*train)
+    assert est.privacy_spent_["relation"] == "add_remove"

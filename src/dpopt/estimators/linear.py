@@ -508,7 +508,8 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
         fit issues it once the ledger has accepted the fit); an unset ``regularization`` is the table's
         rule (:func:`_default_regularization`).  n is the data's own count under the
         replace-one relation of the pure methods (public there), the released or declared
-        count (``count_``) under add/remove.
+        count (``count_``) under add/remove; DP-AGD's (add/remove, no count released) decides nothing
+        shown: no warning, its μ is 1e-3.
         """
         n, d = shape
         regularization, warning = self.regularization, None
@@ -518,7 +519,9 @@ class _DPLinearClassifier(ClassifierMixin, BaseEstimator):
             method, warning = choice.method, choice.warning
             if regularization is None:
                 regularization = choice.regularization
-        else:  # a method the user named: the same numbers when the table would not have tried to learn
+        elif relation_of(method) == "replace_one" or _add_remove(method, delta):
+            # a method the user named: the same numbers when the table would not have tried to learn, where
+            # n is public or the released count (DP-AGD's n is private under add/remove: it releases its own)
             warning = choice.warning_for(method)
         if regularization is None:
             noise = (self.method_params or {}).get("noise", "auto")
