@@ -190,8 +190,10 @@ class DPResult:
         if self.repetitions > 1:
             total = self.privacy_all
             every = f" per run; {self.repetitions} runs" + ("" if total is None else (
-                f": epsilon={total.epsilon:.6g}, delta={total.delta:g} together"))
+                f": epsilon={format_bound(total.epsilon, 6)}, delta={format_bound(total.delta, 6)} together"))
+        # (the guarantee rounded up, as the reports state it: never more privacy than the ledger holds)
         return (
-            f"DPResult(method={self.method!r}, x.shape={shape}, epsilon={self.privacy.epsilon:.6g}, "
-            f"delta={self.privacy.delta:g}{every}, notion={self.privacy.notion!r}, guarantee={self.guarantee!r})"
+            f"DPResult(method={self.method!r}, x.shape={shape}, epsilon={format_bound(self.privacy.epsilon, 6)}, "
+            f"delta={format_bound(self.privacy.delta, 6)}{every}, notion={self.privacy.notion!r}, "
+            f"guarantee={self.guarantee!r})"
         )
