@@ -204,6 +204,37 @@ def floor_seconds(model: LinearModel, info: dict, seed: int = 1) -> float:
     return time.process_time() - cpu
 
 
+def _clipped_sum(X, y, thresholds, w, idx):
+    """Σ_B −y·min(σ(−y z), C/‖x_i‖)·x_i of the logistic loss (chen2020 eq. (6)), six in-place passes, checked."""
+    Xb, yb = X.take(idx, axis=0), y.take(idx)
+    s = Xb @ w
+    s *= yb
+    np.exp(s, out=s)
+    s += 1.0
+    np.reciprocal(s, out=s)
+    np.fmin(s, thresholds.take(idx), out=s)
+    s *= -yb
+    total = Xb.T @ s
+    if not np.logical_and.reduce(np.isfinite(total)):
+        raise ValueError("non-finite gradient")
+    return total
+
+
+def _armijo_queries(steps, a, b, base, cap, armijo):
+    """The Armijo queries at ``steps``: the public ``armijo`` terms plus Σ_i clip(ℓ(a_i) − ℓ(a_i − η b_i), ±cap)
+    of the logistic loss ℓ (``base`` = ℓ(a)), checked finite."""
+    c = np.multiply.outer(steps, b)
+    c -= a
+    np.logaddexp(0.0, c, out=c)
+    np.subtract(base, c, out=c)
+    np.fmax(c, -cap, out=c)
+    np.fmin(c, cap, out=c)
+    values = armijo + np.add.reduce(c, axis=1)
+    if not np.logical_and.reduce(np.isfinite(values)):
+        raise ValueError("non-finite query")
+    return values
+
+
 def bound_seconds(model: LinearModel, info: dict, seed: int = 1) -> float:
     """CPU seconds of the floor's data work plus the numpy work that privacy adds to it, written
     out by hand in one loop with no dpopt code: a timing reference, it releases nothing.
@@ -230,20 +261,9 @@ def bound_seconds(model: LinearModel, info: dict, seed: int = 1) -> float:
     while start < k:
         chunks.append((start, min(start + size, k)))
         start, size = start + size, size * growth
-    land, isfinite = np.logical_and.reduce, np.isfinite
     cpu = time.process_time()
     for idx in gradient_draws:
-        Xb, yb = X.take(idx, axis=0), y.take(idx)
-        s = Xb @ w
-        s *= yb
-        np.exp(s, out=s)
-        s += 1.0
-        np.reciprocal(s, out=s)
-        np.fmin(s, thresholds.take(idx), out=s)
-        s *= -yb
-        total = Xb.T @ s
-        if not land(isfinite(total)):
-            raise ValueError("non-finite gradient")
+        total = _clipped_sum(X, y, thresholds, w, idx)
         (total + rng.normal(0.0, 1.0, total.shape[0])) / weight + mu * w
     for idx in search_draws:
         Xb, yb = X.take(idx, axis=0), y.take(idx)
@@ -251,15 +271,7 @@ def bound_seconds(model: LinearModel, info: dict, seed: int = 1) -> float:
         base = np.logaddexp(0.0, -a)
         noise = rng.laplace(0.0, 1.0, k + 1)
         for start, stop in chunks:
-            t = np.multiply.outer(steps[start:stop], b)
-            t -= a
-            np.logaddexp(0.0, t, out=t)
-            np.subtract(base, t, out=t)
-            np.fmax(t, -cap, out=t)
-            np.fmin(t, cap, out=t)
-            values = armijo[start:stop] + np.add.reduce(t, axis=1)
-            if not land(isfinite(values)):
-                raise ValueError("non-finite query")
+            values = _armijo_queries(steps[start:stop], a, b, base, cap, armijo[start:stop])
             above = values + noise[1 + start : 1 + stop] >= noise[0]
             above.argmax()
     return time.process_time() - cpu
@@ -324,7 +336,6 @@ def flat_seconds(model: LinearModel, info: dict, seed: int = 1) -> tuple[float, 
     hyper = LineSearchHyper()
     k, cap, eta0 = hyper.max_it, info["c_obj"], info["eta0_initial"]
     w, previous, theta, omega, queries = np.zeros(d), None, 90.0, [], 0
-    land, isfinite = np.logical_and.reduce, np.isfinite
     iterations = info["iterations"]
     cpu = time.process_time()
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
@@ -332,17 +343,7 @@ def flat_seconds(model: LinearModel, info: dict, seed: int = 1) -> tuple[float, 
             if not ledger.can_afford(step):
                 break
             idx = sample()
-            Xb, yb = X.take(idx, axis=0), y.take(idx)
-            s = Xb @ w
-            s *= yb
-            np.exp(s, out=s)
-            s += 1.0
-            np.reciprocal(s, out=s)
-            np.fmin(s, thresholds.take(idx), out=s)
-            s *= -yb
-            total = Xb.T @ s
-            if not land(isfinite(total)):
-                raise ValueError("non-finite gradient")
+            total = _clipped_sum(X, y, thresholds, w, idx)
             ledger.charge(gradient)
             g = (total + rng.normal(0.0, sigma, d)) / weight + mu * w
             idx = sample()
@@ -358,15 +359,7 @@ def flat_seconds(model: LinearModel, info: dict, seed: int = 1) -> tuple[float, 
             chosen, start, size = -1, 0, 3
             while start < k:
                 stop = min(start + size, k)
-                c = np.multiply.outer(steps[start:stop], b)
-                c -= a
-                np.logaddexp(0.0, c, out=c)
-                np.subtract(base, c, out=c)
-                np.fmax(c, -cap, out=c)
-                np.fmin(c, cap, out=c)
-                values = armijo[start:stop] + np.add.reduce(c, axis=1)
-                if not land(isfinite(values)):
-                    raise ValueError("non-finite query")
+                values = _armijo_queries(steps[start:stop], a, b, base, cap, armijo[start:stop])
                 above = values + noise[start:stop] >= threshold
                 first = int(above.argmax())
                 if above[first]:
