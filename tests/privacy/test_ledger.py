@@ -1,4 +1,5 @@
 import json
+import math
 import re
 
 import numpy as np
@@ -674,3 +675,21 @@ def test_spent_by_copies_refuses_a_renyi_filter_and_a_bad_count():
         ledger.spent_by_copies(2)
     with pytest.raises(ValueError, match="copies"):
         Ledger(1.0).spent_by_copies(0)
+
+
+@pytest.mark.parametrize(("epsilon", "order"), [(0.2230765647919426, 36.0), (0.24297822743184178, 40.0)])
+def test_a_filter_with_all_of_its_parents_budget_is_accepted(epsilon, order):
+    """A child with the whole budget of its parent: the formula's B(alpha) converts an ulp above epsilon, and the
+    parent refused RenyiBound(alpha, B(alpha)) ('would spend epsilon=0.223077 of this ledger's budget of
+    0.223077'), as DPLogisticRegression(method='dp-blsgd') with a declared n_public did at 2 of 60 budgets.
+    The parent is charged the most the filter accepts: nothing above it."""
+    from dpopt.privacy import events as ev
+
+    delta = 1e-5 if order == 36.0 else 1e-6
+    parent = Ledger(epsilon, delta, "rdp")
+    kid = parent.child(epsilon, delta)
+    kid.fix_filter_order(order)
+    (bound,) = parent.events
+    acc = kid._accountant
+    assert acc.fits(ev.RenyiBound(order, bound.rdp), epsilon, delta, order=order)
+    assert not acc.fits(ev.RenyiBound(order, math.nextafter(bound.rdp, math.inf)), epsilon, delta, order=order)

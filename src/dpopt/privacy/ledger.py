@@ -223,11 +223,10 @@ class Ledger:
         up the chain.  Otherwise this ledger's whole run is charged to its
         parent now, once, as the filter's guarantee
         :class:`~dpopt.privacy.events.RenyiBound` (α, B(α)) — B(α) this
-        ledger's budget at α, or the larger RDP that the filter's own float
-        test still maps within the budget (a few ulps more, or up to the
-        total-variation shortcut's room:
-        :meth:`~dpopt.privacy.rdp.RDPAccountant.filter_room`, the most this
-        filter accepts) — and later charges stay here: an ancestor that
+        ledger's budget at α as the filter's own float test accepts it (a few
+        ulps either side of the formula's, or up to the total-variation
+        shortcut's room: :meth:`~dpopt.privacy.rdp.RDPAccountant.filter_room`,
+        the most this filter accepts) — and later charges stay here: an ancestor that
         accepts a charge at whichever of its orders fits must not see the
         adaptive events themselves (Feldman & Zrnic 2021, Thm 3.1 covers one
         fixed order).  Raises ``BudgetExceededError`` (changing nothing) if
@@ -249,9 +248,10 @@ class Ledger:
                     f"the budget epsilon={self.epsilon:g}, delta={self.delta:g} is empty at order {order:g}"
                     + self._below_rdp_floor()
                 )
-            # all the filter accepts: what its own float test maps within (ε, δ) at α, a few ulps above the
-            # formula's B(α) or up to the total-variation shortcut's room (ε = 0), whichever is larger
-            bound = max(bound, self._accountant.filter_room(self.epsilon, self.delta, order))
+            # all the filter accepts: what its own float test maps within (ε, δ) at α, a few ulps either side
+            # of the formula's B(α), or up to the total-variation shortcut's room (ε = 0).  Not B(α) when that
+            # is above it: B(α) can convert an ulp above ε, so a parent of the same budget refused it
+            bound = self._accountant.filter_room(self.epsilon, self.delta, order)
             self._parent.charge(ev.RenyiBound(order, bound))
             self._detached = True
         self._accountant.focus(order)  # every check is at that order (same values)

@@ -1168,9 +1168,10 @@ class RDPAccountant(AccountantBase):
         (:meth:`~dpopt.privacy.Ledger.fix_filter_order`).
         """
         i = self.order_index(order)
-        budget, _ = self._headroom(epsilon, delta)
-        return _largest_where(max(float(budget[i]), total_variation_room(delta)),
-                              lambda r: self._epsilon_of_entry(r, delta, i) <= epsilon)
+        budget, margin = self._headroom(epsilon, delta)
+        exact = _largest_where(max(float(budget[i]), total_variation_room(delta)),
+                               lambda r: self._epsilon_of_entry(r, delta, i) <= epsilon)
+        return max(exact, float(budget[i]) - float(margin[i]))  # (fits' shortcut accepts up to B(α) − margin)
 
     def fits(self, event: ev.Event, epsilon: float, delta: float, *, order: float | None = None) -> bool:
         """Whether ``epsilon_after(event, delta, order=order) <= epsilon``, mostly without converting.
