@@ -672,7 +672,10 @@ class DPLogisticRegression(_DPLinearClassifier):
         estimators (and by scikit-learn clones); ``None`` gives each fit a fresh
         ledger of exactly (``epsilon``, ``delta``).  Its relation must be the
         method's (``"replace_one"`` for the accelerated methods, objpert and
-        outpert; ``"add_remove"`` otherwise).
+        outpert; ``"add_remove"`` otherwise), and for ``"auto"`` at δ > 0, DP-SGD
+        and the line searches its accountant (and its parents') ``"rdp"`` or
+        ``"pld"`` (``"zcdp"`` takes DP-SGD at ``rate=1`` only), checked before
+        the record count is released.
     accountant:
         How the methods that calibrate noise for (ε, δ) (``dp-sgd``, Gaussian
         ``outpert``) account: ``"rdp"``, ``"pld"`` or ``None``/``"auto"``, the
