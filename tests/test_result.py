@@ -21,3 +21,14 @@ def test_repr_states_epsilon_rounded_up():
     together = float(text.split("epsilon=")[2].split(",")[0])
     assert shown >= res.privacy.epsilon and together >= res.privacy_all.epsilon
     assert f"{res.privacy.epsilon:.6g}" != text.split("epsilon=")[1].split(",")[0]  # (a value that rounds down)
+
+
+def test_repetitions_on_a_renyi_filter_ledger_keep_the_released_result():
+    """A run charged to a Renyi filter's ledger (filter_order) with R > 1 repetitions: from_ledger raised
+    spent_by_copies' ValueError after the runs had been charged and released (dualavg.minimize on
+    Ledger(5, 1e-5, 'rdp', filter_order=4) with repetitions=2 spent the budget and returned nothing)."""
+    ledger = Ledger(5.0, 1e-5, "rdp", relation="replace_one", filter_order=4.0)
+    ledger.charge(ev.Gaussian(5.0))
+    res = DPResult.from_ledger(ledger, repetitions=2, x=np.zeros((2, 2)), fun=0.0, method="m")
+    assert res.privacy_all is None and res.privacy_record()["all_repetitions"] is None
+    assert "2 runs" in repr(res) and res.privacy.epsilon == 5.0

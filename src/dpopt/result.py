@@ -134,8 +134,11 @@ class DPResult:
     @classmethod
     def from_ledger(cls, ledger: Ledger, *, repetitions: int = 1, **kwargs) -> DPResult:
         """Build a result whose privacy record is ``ledger``'s: one run's, with the guarantee of all
-        ``repetitions`` runs (each charged as ``ledger``'s events) in ``privacy_all`` when there are several."""
-        every = ledger.spent_by_copies(repetitions) if repetitions > 1 else None
+        ``repetitions`` runs (each charged as ``ledger``'s events) in ``privacy_all`` when there are several;
+        None for a Renyi filter's ledger (``filter_order``), whose events :meth:`~dpopt.privacy.Ledger.spent_by_copies`
+        refuses to compose: the runs are charged and released by then, and raising here lost the result."""
+        several = repetitions > 1 and ledger.filter_order is None
+        every = ledger.spent_by_copies(repetitions) if several else None
         return cls(privacy=ledger.spent(), events=ledger.events, relation=ledger.relation,
                    repetitions=repetitions, privacy_all=every, **kwargs)
 
