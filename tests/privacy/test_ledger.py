@@ -693,3 +693,16 @@ def test_a_filter_with_all_of_its_parents_budget_is_accepted(epsilon, order):
     acc = kid._accountant
     assert acc.fits(ev.RenyiBound(order, bound.rdp), epsilon, delta, order=order)
     assert not acc.fits(ev.RenyiBound(order, math.nextafter(bound.rdp, math.inf)), epsilon, delta, order=order)
+
+
+def test_a_filter_order_fixed_again_does_not_charge_the_parent_twice():
+    """fix_filter_order on a filter already charged to its parent (nothing charged to the filter yet, e.g. a run
+    that raised after fixing it) charged the parent a second RenyiBound: twice the filter's budget, nothing
+    released.  Now refused, the parent unchanged."""
+    parent = Ledger(10.0, 1e-5, "rdp")
+    kid = parent.child(2.0, 1e-5)
+    kid.fix_filter_order(32.0)
+    assert len(parent.events) == 1
+    with pytest.raises(ValueError, match="fixed already"):
+        kid.fix_filter_order(32.0)
+    assert len(parent.events) == 1 and kid.filter_order == 32.0

@@ -234,6 +234,8 @@ class Ledger:
         """
         if self._events:
             raise ValueError("the filter order must be fixed before anything is charged")
+        if self._detached:  # its parent holds this filter's guarantee already: a second would charge it again
+            raise ValueError("the filter order is fixed already (its parent ledger was charged the filter's budget)")
         if not isinstance(self._accountant, RDPAccountant):
             raise ValueError("fix_filter_order applies to an RDP ledger (accountant='rdp')")
         self._accountant.order_index(order)
