@@ -706,3 +706,15 @@ def test_a_filter_order_fixed_again_does_not_charge_the_parent_twice():
     with pytest.raises(ValueError, match="fixed already"):
         kid.fix_filter_order(32.0)
     assert len(parent.events) == 1 and kid.filter_order == 32.0
+
+
+def test_a_filters_refusal_states_the_epsilon_at_its_order():
+    """A Renyi filter refuses by the conversion at its order; the message stated the best order's epsilon,
+    below the budget: 'would spend epsilon=4.72851 of this ledger's budget of 5' for a Gaussian(1) at order 64
+    (32.101 there)."""
+    ledger = Ledger(5.0, 1e-5, "rdp", filter_order=64.0)
+    event = ev.Gaussian(1.0)
+    with pytest.raises(BudgetExceededError) as info:
+        ledger.charge(event)
+    stated = float(re.search(r"epsilon=([0-9.e+-]+) of", str(info.value)).group(1))
+    assert stated > 5.0

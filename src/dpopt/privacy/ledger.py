@@ -380,7 +380,10 @@ class Ledger:
                     f"delta={after.composed_delta:.6g} of {which}'s budget of epsilon={refused.epsilon:.6g}, "
                     f"delta={refused.delta:g}; nothing was released"
                 )
-            after = after.get_epsilon(refused.delta) if refused.delta else after.get_epsilon()
+            if refused.filter_order is not None:  # a filter converts at its order only, as its check does
+                after = after.epsilon_at(refused.delta, refused.filter_order)
+            else:
+                after = after.get_epsilon(refused.delta) if refused.delta else after.get_epsilon()
             raise BudgetExceededError(
                 f"charging {type(event).__name__} would spend epsilon={after:.6g} of {which}'s "
                 f"budget of {refused.epsilon:.6g} (delta={refused.delta:g}); nothing was released"
