@@ -176,14 +176,17 @@ OUTPERT_REGULARIZATION_RANGE = (1e-3, 0.3)
 
 @dataclass(frozen=True)
 class AutoChoice:
-    """What ``method="auto"`` fits: the method, its regularization (None: the estimator's)
-    and the warning to raise (None: none)."""
+    """What ``method="auto"`` fits: the method, its regularization (None: the estimator's) and, when it is
+    the majority class, why (``reason``: the budget is too small to learn at this size, with the numbers)."""
 
     method: str
     regularization: float | None
-    warning: str | None
-    #: Why the budget is too small to learn at this size (the numbers), when the choice is the majority class.
     reason: str | None = None
+
+    @property
+    def warning(self) -> str | None:
+        """The warning ``method="auto"`` raises (None: none): the reason and what it returns instead."""
+        return None if self.reason is None else self.reason + _MAJORITY_ADVICE
 
     def warning_for(self, method: str) -> str | None:
         """The warning of a fit of ``method`` named by the user on the problem of this choice: the
@@ -277,9 +280,9 @@ def choose(n: float, d: int, epsilon: float, delta: float, curvature: float = MA
     r = n * epsilon / d
     if delta > 0:
         if r >= APPROX_SGD_R:
-            return AutoChoice("dp-sgd", dpsgd_regularization(r), None)
+            return AutoChoice("dp-sgd", dpsgd_regularization(r))
         if r >= APPROX_LEARNABLE_R:
-            return AutoChoice("dp-blsgd", None, None)
+            return AutoChoice("dp-blsgd", None)
         return _majority(
             f"N*epsilon/d = {n:.1f}*{epsilon:g}/{d} = {r:.3g} < {APPROX_LEARNABLE_R:g} (N the record count released "
             f"first with {COUNT_SHARE:.0%} of the budget, epsilon what is left for one binary problem)",
@@ -287,7 +290,7 @@ def choose(n: float, d: int, epsilon: float, delta: float, curvature: float = MA
         )
     s = r / d
     if s >= PURE_LEARNABLE_S:
-        return AutoChoice("objpert", objpert_regularization(n, d, epsilon, curvature), None)
+        return AutoChoice("objpert", objpert_regularization(n, d, epsilon, curvature))
     return _majority(f"n*epsilon/d^2 = {n}*{epsilon:g}/{d}^2 = {s:.3g} < {PURE_LEARNABLE_S:g}", "pure epsilon-DP")
 
 
@@ -295,7 +298,7 @@ def _majority(numbers: str, kind: str) -> AutoChoice:
     """The private majority class, with the warning that states the numbers below the table's threshold."""
     reason = (f"the budget is too small to learn a linear model at this size: {numbers}, below which no {kind} "
               "method beat the majority class in dpopt's measurements")
-    return AutoChoice("majority", None, reason + _MAJORITY_ADVICE, reason)
+    return AutoChoice("majority", None, reason)
 
 
 _MAJORITY_ADVICE = (
