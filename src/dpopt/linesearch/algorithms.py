@@ -477,7 +477,7 @@ def _descend(model, epsilon, delta, rng, hyper: LineSearchHyper, *, method: str,
                                         event_of=_charged(model, hyper, rate, oracle.c_grad, oracle.c_obj)
                                         if secure else None, before=before, charged=oracle.step_event)
             if t % hyper.tau == 0:
-                eta0, omega = float(reset_initial_step(eta0, omega, hyper.varsigma)), []
+                eta0, omega = reset_initial_step(eta0, omega, hyper.varsigma), []
             if hyper.trajectory:
                 stats.trajectory.append(diagnostic_value(model, w))
 

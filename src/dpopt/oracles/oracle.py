@@ -270,13 +270,22 @@ class PrivateOracle:
         """
         return self._noisy_sum(as_params(w, self._dim), event, mean)
 
-    def _noisy_sum(self, w: np.ndarray, event: ev.Event, mean: bool) -> np.ndarray:
-        """:meth:`noisy_sum` of a checked ``w``."""
+    def _noisy_sum(self, w: np.ndarray, event: ev.Event, mean: bool, charged: ev.Event | None = None) -> np.ndarray:
+        """:meth:`noisy_sum` of a checked ``w``.  ``charged``: ``event`` as this oracle charges it, from its
+        event cache (:meth:`_event`), whose release skips the per-release checks of
+        :func:`~dpopt.privacy.mechanisms.release` (:func:`~dpopt.privacy.mechanisms.release_charged`);
+        None for any other event (a caller's)."""
         with np.errstate(**QUIET):
             total, _ = self.model._clipped_grad_sum(w, self.batch(w), self.c_grad)
         value = total / self.weight if mean else total
+        if charged is not None and not self.secure_noise:
+            return mech.release_charged(value, event, charged, ledger=self.ledger, rng=self.rng)
         return mech.release(value, event, ledger=self.ledger, rng=self.rng, sampler=self.sampler,
                             secure_noise=self.secure_noise)
+
+    def _regularized(self, mean_gradient: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """``mean_gradient`` + ∇r(w): μ·w (PrivateModel.regularizer_grad, unless the model overrides it)."""
+        return mean_gradient + (self.model.l2 * w if self._plain_regularizer else self.model.regularizer_grad(w))
 
     def noisy_gradient_sum(self, w, rho: float) -> np.ndarray:
         """:meth:`noisy_sum` of the Gaussian gradient with budget ρ (σ = C_grad/√(2ρ)); charged as
@@ -287,9 +296,7 @@ class PrivateOracle:
         """The noisy mean gradient plus ∇r(w): :meth:`noisy_sum` normalized by q·N (or m)."""
         w = as_params(w, self._dim)
         noisy = self._noisy_sum(w, event, mean)
-        # ∇r(w) = μ·w (PrivateModel.regularizer_grad, unless the model overrides it) of the checked w
-        return (noisy if mean else noisy / self.weight) + (self.model.l2 * w if self._plain_regularizer
-                                                            else self.model.regularizer_grad(w))
+        return self._regularized(noisy if mean else noisy / self.weight, w)
 
     def gaussian_gradient(self, w, sigma: float) -> np.ndarray:
         """g̃ = (Σ_B clip(∇f_i, C) + N(0, σ²I))/(q·N) + ∇r(w) (chen2020 Alg. 2, lines 4–6)."""
@@ -298,23 +305,15 @@ class PrivateOracle:
 
     def noisy_gradient(self, w, rho: float) -> np.ndarray:
         """:meth:`gaussian_gradient` with σ = C_grad/√(2ρ): (α, αρ)-RDP before amplification."""
-        with np.errstate(**QUIET):
-            return self._noisy_gradient(as_params(w, self._dim), rho)
+        return self._noisy_gradient(as_params(w, self._dim), rho)
 
     def _noisy_gradient(self, w: np.ndarray, rho: float) -> np.ndarray:
         """:meth:`noisy_gradient` at a run's own iterate: ``w`` a finite float array of width ``dim``
-        (not checked again), called inside ``np.errstate(**QUIET)`` (the run's loop holds it once).
-        The same event, charge and numbers; the per-release checks of :func:`~dpopt.privacy.mechanisms.release`
-        that the oracle's constructor and its event cache made once are not repeated
-        (:func:`~dpopt.privacy.mechanisms.release_charged`)."""
+        (not checked again).  The same event, charge and numbers; the per-release checks of
+        :func:`~dpopt.privacy.mechanisms.release` that the oracle's constructor and its event cache made
+        once are not repeated (:meth:`_noisy_sum` with the cached charged event)."""
         event, charged = self._event("gradient", rho)
-        if self.secure_noise:
-            noisy = self._noisy_sum(w, event, False)
-        else:
-            total, _ = self.model._clipped_grad_sum(w, self.batch(w), self.c_grad)
-            noisy = mech.release_charged(total, event, charged, ledger=self.ledger, rng=self.rng)
-        return noisy / self.weight + (self.model.l2 * w if self._plain_regularizer
-                                      else self.model.regularizer_grad(w))
+        return self._regularized(self._noisy_sum(w, event, False, charged) / self.weight, w)
 
     def laplace_gradient(self, w, scale: float) -> np.ndarray:
         """(Σ_B clip(∇f_i, C) + Laplace(scale)ᵈ)/(q·N) + ∇r(w): ε = √d·C/scale (‖v‖₁ ≤ √d‖v‖₂)."""
